@@ -1,0 +1,13 @@
+"""The cloth solver core: pure numpy/scipy, no Blender import.
+
+    from cloth_addon.core import Simulation, Settings, SphereCollider, PlaneCollider
+"""
+
+from .colliders import PlaneCollider, SphereCollider
+from .model import ClothModel, build_model
+from .settings import SOLVERS, Settings
+from .simulation import Simulation, SimulationDiverged
+from .state import ClothState
+
+__all__ = ["Simulation", "Settings", "SOLVERS", "SphereCollider", "PlaneCollider", "ClothModel",
+           "ClothState", "SimulationDiverged", "build_model"]

@@ -1,0 +1,88 @@
+"""Analytic colliders: a plane (half-space, e.g. a floor) and a sphere.
+
+A collider projects particles out of its body (seed 000 §5): a pure position correction,
+the solvers then see the corrected motion as velocity. Friction is Coulomb-like in
+positions: the tangential part of this step's motion is cut by friction * penetration
+depth (static when the whole slide is below that).
+
+Every collider has `project(positions, previous, movable, margin, friction)`:
+  positions, previous: (n, 3) float64, m, this and the last substep (positions is edited in place);
+  movable: (n,) bool, particles the collider may move (pinned ones are not);
+  margin: m, cloth thickness added to the collider's own; friction: used where the
+  collider's own `friction` is None.
+"""
+
+import numpy as np
+
+
+def _apply_friction(positions, previous, hit, normal, depth, friction):
+    """Cut the tangential displacement of contact particles by friction * depth."""
+    if friction <= 0.0 or not np.any(hit):
+        return
+    disp = positions[hit] - previous[hit]
+    tangent = disp - np.einsum("ij,ij->i", disp, normal)[:, None] * normal
+    slide = np.linalg.norm(tangent, axis=1)
+    cut = np.minimum(1.0, friction * depth / np.maximum(slide, 1e-300))
+    positions[hit] -= tangent * cut[:, None]
+
+
+class PlaneCollider:
+    """Half-space {x : (x - point) . normal < thickness} that particles are pushed out of.
+
+    point: (3,) m, any point on the surface; normal: (3,) pointing to the free side;
+    thickness: m; friction: coefficient or None for Settings.friction. Both `point` and
+    `normal` may be reassigned between frames (a moving floor).
+    """
+
+    def __init__(self, point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0), thickness=0.0, friction=None):
+        self.point = point
+        self.normal = normal
+        self.thickness = float(thickness)
+        self.friction = friction
+
+    def project(self, positions, previous, movable, margin=0.0, friction=0.0):
+        normal = np.asarray(self.normal, dtype=np.float64)
+        length = np.linalg.norm(normal)
+        if not length > 0.0:
+            raise ValueError("PlaneCollider.normal must be a non-zero vector")
+        normal = normal / length
+        offset = (positions - np.asarray(self.point, dtype=np.float64)) @ normal - (self.thickness + margin)
+        hit = (offset < 0.0) & movable
+        if not np.any(hit):
+            return
+        depth = -offset[hit]
+        positions[hit] += depth[:, None] * normal
+        mu = self.friction if self.friction is not None else friction
+        _apply_friction(positions, previous, hit, np.broadcast_to(normal, (int(hit.sum()), 3)), depth, mu)
+
+
+class SphereCollider:
+    """Solid ball: particles closer than radius + thickness to `center` go to its surface.
+
+    center: (3,) m (reassign it to move the ball); radius, thickness: m; friction or None.
+    """
+
+    def __init__(self, center=(0.0, 0.0, 0.0), radius=1.0, thickness=0.0, friction=None):
+        if not float(radius) > 0.0:
+            raise ValueError(f"SphereCollider.radius must be > 0, got {radius!r}")
+        self.center = center
+        self.radius = float(radius)
+        self.thickness = float(thickness)
+        self.friction = friction
+
+    def project(self, positions, previous, movable, margin=0.0, friction=0.0):
+        center = np.asarray(self.center, dtype=np.float64)
+        reach = self.radius + self.thickness + margin
+        offset = positions - center
+        dist = np.linalg.norm(offset, axis=1)
+        hit = (dist < reach) & movable
+        if not np.any(hit):
+            return
+        d = dist[hit]
+        normal = np.empty((len(d), 3))
+        away = d > 1e-12
+        normal[away] = offset[hit][away] / d[away, None]
+        normal[~away] = (0.0, 0.0, 1.0)  # a particle at the very centre leaves upwards
+        positions[hit] = center + normal * reach
+        mu = self.friction if self.friction is not None else friction
+        _apply_friction(positions, previous, hit, normal, reach - d, mu)

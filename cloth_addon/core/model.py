@@ -1,0 +1,159 @@
+"""ClothModel: the immutable part of a simulation (topology, masses, material)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import topology
+from .settings import Settings
+
+# Springs shorter than this fraction of the mesh's size join coincident vertices.
+_DEGENERATE_FRACTION = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class ClothModel:
+    """Topology and parameters, structure of arrays. Never changes during a simulation.
+
+    rest_positions:     (n, 3) float64, m, the mesh as given (world space).
+    mass:               (n,) float64, kg, lumped per particle.
+    inv_mass:           (n,) float64, 1/kg; 0 for pinned particles.
+    pinned:             (n,) bool.
+    pinned_indices:     (p,) int64.
+    spring_indices:     (s, 2) int64, particle pairs (lo, hi).
+    spring_kind:        (s,) int8, topology.STRUCTURAL / SHEAR / BEND.
+    spring_rest_length: (s,) float64, m.
+    spring_stiffness:   (s,) float64, N/m (may be inf for the verlet solver: rigid).
+    triangles:          (t, 3) int64, fan triangulation of the faces (wind, collisions).
+    dropped_springs:    number of zero-length springs removed (coincident vertices).
+    """
+
+    rest_positions: np.ndarray
+    mass: np.ndarray
+    inv_mass: np.ndarray
+    pinned: np.ndarray
+    pinned_indices: np.ndarray
+    spring_indices: np.ndarray
+    spring_kind: np.ndarray
+    spring_rest_length: np.ndarray
+    spring_stiffness: np.ndarray
+    triangles: np.ndarray
+    dropped_springs: int = 0
+
+    @property
+    def n_particles(self) -> int:
+        return len(self.mass)
+
+    @property
+    def n_springs(self) -> int:
+        return len(self.spring_indices)
+
+    def energy(self, positions: np.ndarray, active: np.ndarray | None = None) -> float:
+        """Spring energy E = sum 1/2 k (|p1 - p2| - r)^2, J, over active springs."""
+        i, j = self.spring_indices.T
+        stretch = np.linalg.norm(positions[i] - positions[j], axis=1) - self.spring_rest_length
+        terms = 0.5 * self.spring_stiffness * stretch**2
+        return float(terms.sum() if active is None else terms[active].sum())
+
+    def spring_forces(self, positions: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        """(n, 3) float64, N: -dE/dx for the springs (the force each particle feels)."""
+        i, j = self.spring_indices.T
+        delta = positions[i] - positions[j]
+        length = np.linalg.norm(delta, axis=1)
+        scale = self.spring_stiffness * (length - self.spring_rest_length) / np.maximum(length, 1e-300)
+        if active is not None:
+            scale = scale * active
+        f = delta * scale[:, None]
+        n = len(positions)
+        out = np.zeros((n, 3))
+        for axis in range(3):
+            out[:, axis] = np.bincount(j, f[:, axis], n) - np.bincount(i, f[:, axis], n)
+        return out
+
+
+def _validate_vertices(vertices, settings: Settings) -> np.ndarray:
+    array = np.asarray(vertices, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] != 3:
+        raise ValueError(f"vertices must have shape (n, 3), got {array.shape}")
+    if len(array) == 0:
+        raise ValueError("the mesh is empty: no vertices")
+    if len(array) > settings.max_vertices:
+        raise ValueError(f"the mesh has {len(array)} vertices, more than Settings.max_vertices="
+                         f"{settings.max_vertices}; raise Settings.max_vertices to simulate it")
+    if not np.all(np.isfinite(array)):
+        bad = int(np.argmax(~np.all(np.isfinite(array), axis=1)))
+        raise ValueError(f"vertex {bad} has a NaN or infinite coordinate")
+    return array.copy()
+
+
+def _pinned_mask(pinned, n: int) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    if pinned is None:
+        return mask
+    array = np.asarray(pinned)
+    if array.dtype == bool:
+        if array.shape != (n,):
+            raise ValueError(f"pinned mask must have shape ({n},), got {array.shape}")
+        return array.copy()
+    array = array.reshape(-1)
+    if array.size and (not np.issubdtype(array.dtype, np.integer) or array.min() < 0 or array.max() >= n):
+        raise ValueError(f"pinned indices must be integers in [0, {n})")
+    mask[array.astype(np.int64)] = True
+    return mask
+
+
+def _validate_edges(edges, n: int) -> np.ndarray | None:
+    if edges is None:
+        return None
+    array = np.asarray(edges)
+    if array.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if array.ndim != 2 or array.shape[1] != 2 or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"edges must be an (e, 2) integer array, got shape {array.shape}")
+    if array.min() < 0 or array.max() >= n:
+        raise ValueError(f"edge index out of range for {n} vertices")
+    return array.astype(np.int64)
+
+
+def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) -> ClothModel:
+    """Build a ClothModel from a mesh.
+
+    vertices: (n, 3) array-like, m. faces: sequence of index sequences (mixed sizes) or
+    (m, k) int array; may be empty when `edges` describe a rope. edges: optional (e, 2) int,
+    mesh edges; those that belong to no face become structural springs with mass from
+    Settings.linear_density. pinned: None, indices, or (n,) bool mask.
+    """
+    positions = _validate_vertices(vertices, settings)
+    n = len(positions)
+    faces = topology.parse_faces(faces if faces is not None else [], n)
+    edges = _validate_edges(edges, n)
+    if not len(faces) and (edges is None or not len(edges)):
+        raise ValueError("the mesh has no faces and no edges: nothing to simulate")
+    loose = np.zeros((0, 2), dtype=np.int64)
+    if edges is not None and len(edges):
+        face_keys = np.unique(topology.pair_keys(faces.corners, faces.corners[faces.next_loop], n))
+        loose = edges[~np.isin(topology.pair_keys(edges[:, 0], edges[:, 1], n), face_keys)]
+        loose = loose[loose[:, 0] != loose[:, 1]]
+    pairs, kinds = topology.build_springs(faces, n, loose)
+    size = float(np.ptp(positions, axis=0).max()) or 1.0
+    pairs, kinds, rest, dropped = topology.drop_degenerate(pairs, kinds, positions,
+                                                         _DEGENERATE_FRACTION * size)
+    triangles = topology.triangulate(faces)
+    mass = topology.lumped_masses(positions, faces, triangles, loose, settings.density,
+                                  settings.linear_density)
+    pin = _pinned_mask(pinned, n)
+    inv_mass = np.where(pin, 0.0, 1.0 / mass)
+    per_kind = np.array([settings.stretch_stiffness, settings.shear_stiffness, settings.bend_stiffness])
+    return ClothModel(
+        rest_positions=positions,
+        mass=mass,
+        inv_mass=inv_mass,
+        pinned=pin,
+        pinned_indices=np.flatnonzero(pin),
+        spring_indices=pairs,
+        spring_kind=kinds,
+        spring_rest_length=rest,
+        spring_stiffness=per_kind[kinds],
+        triangles=triangles,
+        dropped_springs=dropped,
+    )

@@ -1,0 +1,143 @@
+"""Simulation settings: one validated dataclass shared by every solver.
+
+Units are SI throughout: metres, seconds, kilograms. Stiffness is per spring, in N/m.
+On a 2D cloth a constant per-spring stiffness is already resolution independent: a strip of
+width W cut by springs of spacing a has W/a springs in parallel, each of stiffness k and
+length a, so the strip's tension per unit strain is (W/a) * k * a = W * k. That is why the
+stiffness is not divided by the spring length (as Blender's cloth does).
+"""
+
+import math
+from dataclasses import dataclass, fields, replace
+
+SOLVERS = ("fast_mass_spring", "verlet", "newton")
+
+DEFAULT_MAX_VERTICES = 250_000
+
+
+def _vector3(name: str, value) -> tuple[float, float, float]:
+    try:
+        vector = tuple(float(c) for c in value)
+    except TypeError:
+        raise ValueError(f"Settings.{name} must be a 3-vector, got {value!r}") from None
+    if len(vector) != 3 or not all(math.isfinite(c) for c in vector):
+        raise ValueError(f"Settings.{name} must be three finite numbers, got {value!r}")
+    return vector
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that configures a simulation. Invalid values raise ValueError naming the field.
+
+    solver:            "fast_mass_spring" (implicit Euler, Liu et al. 2013), "verlet"
+                       (Verlet + Jakobsen/XPBD relaxation, seed 000) or "newton" (reference).
+    dt:                frame length, s (1/24 for 24 fps). `Simulation.step(1)` advances dt.
+    substeps:          solver steps per frame (h = dt / substeps), >= 1.
+    iterations:        relaxation passes (verlet) or local/global iterations (fast_mass_spring)
+                       or Newton iterations per substep, >= 1.
+    gravity:           (3,) m/s^2, world space; Z up by default.
+    density:           kg/m^2 of cloth surface; lumped onto the vertices of each face.
+    linear_density:    kg/m of loose edges (ropes: edges that belong to no face).
+    stretch_stiffness: N/m, springs along mesh edges (membrane tension per unit strain).
+    shear_stiffness:   N/m, quad diagonals and n-gon chords.
+    bend_stiffness:    N/m, springs across each interior edge (skip-one springs on a grid).
+                       `math.inf` on any kind makes it a rigid constraint for the verlet solver
+                       (exactly the seed's Jakobsen projection); the implicit solvers need finite values.
+    damping:           fraction of velocity removed per frame, in [0, 1). The seed's factor
+                       0.99 per step is damping=0.01 at one substep.
+    air_drag:          kg/(m^2 s): force per unit area per m/s of velocity normal to the cloth,
+                       relative to the wind. Also what couples the cloth to the wind.
+    wind:              (3,) m/s, wind velocity in world space.
+    tear_factor:       None (off) or > 1: a spring longer than rest * tear_factor at the end of
+                       a step breaks for good.
+    one_sided:         structural springs resist stretching only (cloth may buckle, never stretch).
+    self_collision:    keep cloth particles at least collision_distance apart.
+    collision_distance: m, cloth thickness: kept from colliders (added to their thickness)
+                       and, with self_collision, between cloth particles.
+    friction:          Coulomb friction coefficient for colliders that set none of their own.
+    chebyshev:         Chebyshev acceleration of the fast solver's iterations (Wang 2015).
+    chebyshev_rho:     spectral-radius estimate for it, in (0, 1); None = estimate it.
+    max_vertices:      refuse larger meshes before allocating anything big.
+    """
+
+    solver: str = "fast_mass_spring"
+    dt: float = 1.0 / 24.0
+    substeps: int = 1
+    iterations: int = 10
+    gravity: tuple = (0.0, 0.0, -9.81)
+    density: float = 0.15
+    linear_density: float = 0.02
+    stretch_stiffness: float = 5000.0
+    shear_stiffness: float = 500.0
+    bend_stiffness: float = 50.0
+    damping: float = 0.01
+    air_drag: float = 1.0
+    wind: tuple = (0.0, 0.0, 0.0)
+    tear_factor: float | None = None
+    one_sided: bool = False
+    self_collision: bool = False
+    collision_distance: float = 0.005
+    friction: float = 0.3
+    chebyshev: bool = True
+    chebyshev_rho: float | None = None
+    max_vertices: int = DEFAULT_MAX_VERTICES
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        if self.solver not in SOLVERS:
+            raise ValueError(f"Settings.solver must be one of {SOLVERS}, got {self.solver!r}")
+        for name in ("substeps", "iterations", "max_vertices"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Settings.{name} must be an integer >= 1, got {value!r}")
+        _positive = ("dt", "density", "linear_density")
+        _non_negative = ("stretch_stiffness", "shear_stiffness", "bend_stiffness", "air_drag",
+                         "collision_distance", "friction")
+        for name in _positive + _non_negative:
+            value = getattr(self, name)
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"Settings.{name} must be a number, got {value!r}") from None
+            finite_required = name in _positive or not name.endswith("stiffness")
+            if math.isnan(value) or (finite_required and not math.isfinite(value)):
+                raise ValueError(f"Settings.{name} must be finite, got {value!r}")
+            if name in _positive and value <= 0:
+                raise ValueError(f"Settings.{name} must be > 0, got {value!r}")
+            if value < 0:
+                raise ValueError(f"Settings.{name} must be >= 0, got {value!r}")
+            set_(self, name, value)
+        if not 0.0 <= float(self.damping) < 1.0:
+            raise ValueError(f"Settings.damping must be in [0, 1), got {self.damping!r}")
+        set_(self, "damping", float(self.damping))
+        set_(self, "gravity", _vector3("gravity", self.gravity))
+        set_(self, "wind", _vector3("wind", self.wind))
+        if self.tear_factor is not None:
+            tear = float(self.tear_factor)
+            if not (math.isfinite(tear) and tear > 1.0):
+                raise ValueError(f"Settings.tear_factor must be None or a number > 1, got {self.tear_factor!r}")
+            set_(self, "tear_factor", tear)
+        if self.chebyshev_rho is not None:
+            rho = float(self.chebyshev_rho)
+            if not 0.0 < rho < 1.0:
+                raise ValueError(f"Settings.chebyshev_rho must be None or in (0, 1), got {rho!r}")
+            set_(self, "chebyshev_rho", rho)
+        if self.solver != "verlet":
+            for name in ("stretch_stiffness", "shear_stiffness", "bend_stiffness"):
+                if math.isinf(getattr(self, name)):
+                    raise ValueError(f"Settings.{name} must be finite for solver {self.solver!r} "
+                                     "(only 'verlet' supports rigid constraints)")
+
+    @property
+    def h(self) -> float:
+        """Substep length, s."""
+        return self.dt / self.substeps
+
+    def replace(self, **changes) -> "Settings":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+

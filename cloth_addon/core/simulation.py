@@ -1,0 +1,161 @@
+"""Simulation: the public entry point that ties model, state, solver, forces and colliders.
+
+One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
+    accel    = gravity + drag/wind                       (forces.py)
+    x_new    = solver.advance(x, x_prev, accel, h)       (prediction + constraints / implicit solve)
+    x_new    = colliders project it out of their bodies  (colliders.py)
+    tearing  = springs longer than rest * tear_factor break for good
+"""
+
+import numpy as np
+
+from . import forces
+from .model import build_model
+from .settings import Settings
+from .state import ClothState
+
+# Positions farther than this from the origin (m) mean the simulation blew up.
+DIVERGENCE_LIMIT = 1e6
+
+
+class SimulationDiverged(RuntimeError):
+    """The solver produced non-finite or absurd positions; the state was not updated."""
+
+
+def make_solver(model, settings):
+    """The solver object named by settings.solver."""
+    if settings.solver == "verlet":
+        from .solvers.verlet import VerletSolver
+        return VerletSolver(model, settings)
+    if settings.solver == "fast_mass_spring":
+        from .solvers.fast_mass_spring import FastMassSpringSolver
+        return FastMassSpringSolver(model, settings)
+    from .solvers.newton import NewtonSolver
+    return NewtonSolver(model, settings)
+
+
+class Simulation:
+    """A cloth simulation of one mesh.
+
+    vertices: (n, 3) array-like, m, world space. faces: sequence of index sequences
+    (triangles, quads, n-gons mixed) or an (m, k) int array. settings: Settings.
+    pinned: None, indices or (n,) bool mask. colliders: objects with a `project` method
+    (PlaneCollider, SphereCollider, MeshCollider); `sim.colliders` may be replaced between
+    frames. edges: optional (e, 2) int mesh edges; those in no face become rope springs.
+    """
+
+    def __init__(self, vertices, faces, settings: Settings | None = None, pinned=None,
+                 colliders=(), edges=None):
+        self.settings = settings if settings is not None else Settings()
+        if not isinstance(self.settings, Settings):
+            raise ValueError("settings must be a Settings instance")
+        self.model = build_model(vertices, faces, self.settings, pinned=pinned, edges=edges)
+        self.colliders = list(colliders)
+        self.solver = make_solver(self.model, self.settings)
+        self.reset()
+
+    # -- state -----------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Back to the rest shape, at rest, nothing torn, frame 0."""
+        rest = self.model.rest_positions
+        self._x = rest.copy()
+        self._x_prev = rest.copy()
+        self._torn = np.zeros(self.model.n_springs, dtype=bool)
+        self._pin_targets = rest[self.model.pinned_indices].copy()
+        self.solver.set_active(~self._torn)
+        self.frame = 0
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(n, 3) float64, m: current positions (read-only view; copy to keep)."""
+        view = self._x.view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def torn(self) -> np.ndarray:
+        """(s,) bool: springs torn so far (same order as model.spring_indices)."""
+        return self._torn.copy()
+
+    @property
+    def state(self) -> ClothState:
+        """A copy of what the next step starts from."""
+        return ClothState(self._x.copy(), self._x_prev.copy(), self._torn.copy())
+
+    @state.setter
+    def state(self, value: ClothState) -> None:
+        n, s = self.model.n_particles, self.model.n_springs
+        x = np.array(value.positions, dtype=np.float64)
+        prev = np.array(value.previous, dtype=np.float64)
+        if x.shape != (n, 3) or prev.shape != (n, 3):
+            raise ValueError(f"state positions must have shape ({n}, 3)")
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(prev))):
+            raise ValueError("state positions must be finite")
+        torn = np.zeros(s, dtype=bool) if value.torn is None else np.array(value.torn, dtype=bool)
+        if torn.shape != (s,):
+            raise ValueError(f"state torn mask must have shape ({s},)")
+        self._x, self._x_prev, self._torn = x, prev, torn
+        self._pin_targets = x[self.model.pinned_indices].copy()
+        self.solver.set_active(~self._torn)
+
+    def move_pins(self, targets) -> None:
+        """Where pinned particles must be at the end of the next frame, m, world space.
+
+        targets: (n, 3) (only pinned rows are read) or (p, 3) in model.pinned_indices order.
+        Over the frame's substeps pins move linearly from where they are to there.
+        """
+        targets = np.asarray(targets, dtype=np.float64)
+        pinned = self.model.pinned_indices
+        if targets.shape == (self.model.n_particles, 3):
+            targets = targets[pinned]
+        if targets.shape != (len(pinned), 3) or not np.all(np.isfinite(targets)):
+            raise ValueError(f"pin targets must be finite with shape ({len(pinned)}, 3) "
+                             f"or ({self.model.n_particles}, 3)")
+        self._pin_targets = targets.copy()
+
+    # -- stepping ----------------------------------------------------------------------------
+    def step(self, frames: int = 1) -> None:
+        """Advance `frames` whole frames of settings.dt seconds each."""
+        if isinstance(frames, bool) or not isinstance(frames, int | np.integer) or frames < 0:
+            raise ValueError(f"frames must be a non-negative integer, got {frames!r}")
+        for _ in range(int(frames)):
+            self._step_frame()
+            self.frame += 1
+
+    def _step_frame(self) -> None:
+        settings, model = self.settings, self.model
+        h, substeps = settings.h, settings.substeps
+        pinned = model.pinned_indices
+        start = self._x[pinned].copy()
+        x, x_prev = self._x.copy(), self._x_prev.copy()
+        for sub in range(1, substeps + 1):
+            target = start + (self._pin_targets - start) * (sub / substeps)
+            velocity = (x - x_prev) / h
+            accel = forces.external_acceleration(model, x, velocity, settings, h)
+            x_new = self.solver.advance(x, x_prev, accel, h, target)
+            self._collide(x_new, x)
+            x_prev, x = x, x_new
+            if settings.tear_factor is not None:
+                self._tear(x)
+        if not np.all(np.isfinite(x)) or np.abs(x).max() > DIVERGENCE_LIMIT:
+            raise SimulationDiverged(
+                f"the simulation diverged at frame {self.frame + 1} (positions non-finite or beyond "
+                f"{DIVERGENCE_LIMIT:g} m); lower dt, raise substeps or lower the stiffness")
+        self._x, self._x_prev = x, x_prev
+
+    def _collide(self, x, x_before) -> None:
+        if not self.colliders:
+            return
+        movable = ~self.model.pinned
+        margin, friction = self.settings.collision_distance, self.settings.friction
+        for collider in self.colliders:
+            collider.project(x, x_before, movable, margin, friction)
+
+    def _tear(self, x) -> None:
+        """Break springs stretched past rest * tear_factor; refactor solvers once if any broke."""
+        i, j = self.model.spring_indices.T
+        length = np.linalg.norm(x[i] - x[j], axis=1)
+        breaking = (length > self.model.spring_rest_length * self.settings.tear_factor) & ~self._torn
+        if np.any(breaking):
+            self._torn |= breaking
+            self.solver.set_active(~self._torn)

@@ -1,0 +1,90 @@
+"""Verlet integration with Jakobsen relaxation (seed 000, REFERENCE.md section 2).
+
+Relaxation is Gauss-Seidel over distance constraints, vectorised by colour: springs of one
+colour share no particle, so each colour is projected at once and the pass equals a
+sequential loop over the springs in colour order. Finite stiffness uses XPBD compliance
+alpha = 1/(k h^2) (Macklin 2016); at the default stiffness alpha is ~1e-5 of the inverse
+masses, so the step is the seed's projection to that precision, and k = inf is exactly it.
+Known property (the paper's Fig. 4): more iterations make this cloth stiffer.
+"""
+
+import numpy as np
+
+from ..colouring import colour_springs
+from ..topology import STRUCTURAL
+
+
+class VerletSolver:
+    """Solver for one ClothModel; `advance` computes one substep.
+
+    Inside the relaxation x, y and z are separate contiguous arrays: gathering from 1-D arrays
+    measured 3x faster than from an (n, 3) or (3, n) array.
+    """
+
+    def __init__(self, model, settings):
+        self.model = model
+        self.iterations = settings.iterations
+        self.damping = 1.0 - (1.0 - settings.damping) ** (1.0 / settings.substeps)
+        h = settings.h
+        i, j = model.spring_indices.T
+        wi, wj = model.inv_mass[i], model.inv_mass[j]
+        k = model.spring_stiffness
+        with np.errstate(divide="ignore"):
+            compliance = np.where(np.isinf(k), 0.0, 1.0 / (k * h * h))
+        movable = (wi + wj) > 0.0
+        one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
+        colour = colour_springs(model.spring_indices, model.n_particles)
+        self.colours = []
+        for c in range(colour.max() + 1 if len(colour) else 0):
+            ids = np.flatnonzero((colour == c) & movable)
+            if not len(ids):
+                continue
+            denom = wi[ids] + wj[ids] + compliance[ids]
+            self.colours.append({
+                "ids": ids, "i": i[ids], "j": j[ids], "rest": model.spring_rest_length[ids],
+                "ci": wi[ids] / denom, "cj": wj[ids] / denom, "compliance": compliance[ids],
+                "inv_denom": 1.0 / denom, "one_sided": one_sided[ids] if one_sided.any() else None,
+                "active": None,  # None while nothing is torn: saves two products per colour
+            })
+        self.has_compliance = bool(np.any(compliance > 0.0))
+
+    def set_active(self, active: np.ndarray) -> None:
+        """active: (s,) bool, springs that still exist (torn ones do not)."""
+        for group in self.colours:
+            kept = active[group["ids"]]
+            group["active"] = None if kept.all() else kept.astype(np.float64)
+
+    def predict(self, positions, previous, accel, h, pin_targets):
+        """Inertial prediction x + (1 - damping)(x - x_prev) + a h^2; pinned go to their targets."""
+        predicted = positions + (1.0 - self.damping) * (positions - previous) + accel * (h * h)
+        pinned = self.model.pinned_indices
+        predicted[pinned] = pin_targets
+        return predicted
+
+    def advance(self, positions, previous, accel, h, pin_targets):
+        """One substep: (n, 3) positions after prediction and relaxation (before collisions)."""
+        x, y, z = np.ascontiguousarray(self.predict(positions, previous, accel, h, pin_targets).T)
+        lambdas = [np.zeros(len(g["ids"])) for g in self.colours] if self.has_compliance else None
+        for _ in range(self.iterations):
+            for index, g in enumerate(self.colours):
+                i, j = g["i"], g["j"]
+                dx, dy, dz = x[j] - x[i], y[j] - y[i], z[j] - z[i]
+                length = np.sqrt(dx * dx + dy * dy + dz * dz)
+                error = length - g["rest"]
+                if g["one_sided"] is not None:
+                    error = np.where(g["one_sided"], np.maximum(error, 0.0), error)
+                if g["active"] is not None:
+                    error *= g["active"]
+                if lambdas is not None:
+                    lam = lambdas[index]
+                    error += g["compliance"] * lam
+                    lam -= error * g["inv_denom"]
+                scale = error / np.maximum(length, 1e-12)
+                si, sj = g["ci"] * scale, g["cj"] * scale
+                x[i] += dx * si
+                y[i] += dy * si
+                z[i] += dz * si
+                x[j] -= dx * sj
+                y[j] -= dy * sj
+                z[j] -= dz * sj
+        return np.stack([x, y, z], axis=1)
