@@ -1,0 +1,1 @@
+"""The Blender layer: the only code in the package that imports bpy."""

@@ -1,0 +1,234 @@
+"""Bake the live simulation to shape keys with keyframes, or to a PC2 file + Mesh Cache modifier.
+
+A bake plays the frames through the live handler (so a baked frame is exactly the live frame),
+copies the ClothSim key of each frame, and records in `cloth_addon.bake_record` everything it
+added, which is what free_bake removes.
+"""
+
+import json
+import os
+import struct
+
+import bpy
+import numpy as np
+
+from . import mesh_io, session
+
+BAKE_KEY_PREFIX = "ClothBake"
+CACHE_MODIFIER = "ClothCache"
+LINEAR = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
+# Since Blender 4.4 f-curves live in an action's channelbag; Action.fcurves is gone in 5.0.
+LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
+
+
+class BakeError(Exception):
+    """A bake cannot start; the message is for the user."""
+
+
+def write_pc2(path: str, samples: np.ndarray, frame_start: float, sample_rate: float = 1.0) -> None:
+    """Write (frames, points, 3) positions as a PC2 point cache (little-endian float32)."""
+    samples = np.ascontiguousarray(samples, dtype="<f4")
+    frames, points, _ = samples.shape
+    with open(path, "wb") as handle:
+        handle.write(struct.pack("<12siiffi", b"POINTCACHE2\0", 1, points, float(frame_start),
+                                 float(sample_rate), frames))
+        handle.write(samples.tobytes())
+
+
+def read_pc2(path: str) -> np.ndarray:
+    """(frames, points, 3) float32 from a PC2 file."""
+    with open(path, "rb") as handle:
+        header = handle.read(32)
+        _, _, points, _, _, frames = struct.unpack("<12siiffi", header)
+        data = np.frombuffer(handle.read(), dtype="<f4")
+    return data.reshape(frames, points, 3)
+
+
+def cache_path(obj) -> str:
+    props = obj.cloth_addon
+    if props.cache_directory:
+        folder = bpy.path.abspath(props.cache_directory)
+    elif bpy.data.filepath:
+        folder = os.path.join(os.path.dirname(bpy.data.filepath), "cloth_cache")
+    else:
+        raise BakeError(f"{obj.name}: save the .blend file or choose a Cache Folder for the PC2 bake")
+    return os.path.join(folder, bpy.path.clean_name(obj.name) + ".pc2")
+
+
+def _fcurves(key, record: dict):
+    """The f-curve collection to add the bake's keyframes to, creating action/slot as needed."""
+    anim = key.animation_data
+    if anim is None:
+        anim = key.animation_data_create()
+        record["created_anim_data"] = True
+    action = anim.action
+    if action is None:
+        action = bpy.data.actions.new(f"{key.user.name}_{BAKE_KEY_PREFIX}")
+        anim.action = action
+        record["created_action"] = action.name
+    if not LAYERED_ACTIONS:
+        return action.fcurves
+    slot = anim.action_slot
+    if slot is None:
+        slot = action.slots.new(id_type="KEY", name=key.name)
+        anim.action_slot = slot
+    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+    return strip.channelbag(slot, ensure=True).fcurves
+
+
+def _existing_fcurves(key):
+    anim = key.animation_data
+    if anim is None or anim.action is None:
+        return None
+    if not LAYERED_ACTIONS:
+        return anim.action.fcurves
+    if anim.action_slot is None:
+        return None
+    for layer in anim.action.layers:
+        for strip in layer.strips:
+            bag = strip.channelbag(anim.action_slot)
+            if bag is not None:
+                return bag.fcurves
+    return None
+
+
+def _key_pulse(fcurves, block, frame: int):
+    """Keyframe the key's value 0 -> 1 -> 0 at frame-1, frame, frame+1, linear."""
+    curve = fcurves.new(f'key_blocks["{bpy.utils.escape_identifier(block.name)}"].value', index=0)
+    curve.keyframe_points.add(3)
+    curve.keyframe_points.foreach_set("co", [frame - 1, 0.0, frame, 1.0, frame + 1, 0.0])
+    curve.keyframe_points.foreach_set("interpolation", [LINEAR] * 3)
+    curve.update()
+    return curve
+
+
+class Baker:
+    """Bake some cloth objects frame by frame; begin(), step() until False, then finish() or cancel()."""
+
+    def __init__(self, context, objects):
+        self.scene = context.scene
+        self.names = [obj.name for obj in objects]
+        self.original_frame = self.scene.frame_current
+        starts = [obj.cloth_addon.frame_start for obj in objects]
+        ends = [max(obj.cloth_addon.frame_end, obj.cloth_addon.frame_start) for obj in objects]
+        self.frames = list(range(min(starts), max(ends) + 1))
+        self.index = 0
+        self.records = {}
+        self.samples = {}
+        for obj in objects:
+            if obj.cloth_addon.is_baked:
+                raise BakeError(f"{obj.name} is already baked; free the bake first")
+            if mesh_io.sim_key(obj) is None:
+                raise BakeError(f"{obj.name} has no ClothSim shape key; use Make Cloth again")
+            if obj.cloth_addon.bake_target == "PC2":
+                self.records[obj.name] = {"target": "PC2", "file": cache_path(obj)}
+            else:
+                self.records[obj.name] = {"target": "SHAPE_KEYS", "keys": [], "curves": []}
+
+    def _objects(self):
+        return [(self.scene.objects[name], self.records[name]) for name in self.names
+                if name in self.scene.objects]
+
+    @property
+    def progress(self) -> float:
+        return self.index / max(1, len(self.frames))
+
+    def step(self) -> bool:
+        """Bake the next frame; False when all frames are done."""
+        if self.index >= len(self.frames):
+            return False
+        frame = self.frames[self.index]
+        self.scene.frame_set(frame)
+        for obj, record in self._objects():
+            props = obj.cloth_addon
+            if not props.frame_start <= frame <= props.frame_end:
+                continue
+            if obj.session_uid in session.errors:
+                raise BakeError(f"{obj.name}: {session.errors[obj.session_uid]}")
+            local = mesh_io.read_key(mesh_io.sim_key(obj))
+            if record["target"] == "PC2":
+                self.samples.setdefault(obj.name, []).append(local.astype(np.float32))
+            else:
+                self._add_key(obj, record, frame, local)
+        self.index += 1
+        return self.index < len(self.frames)
+
+    def _add_key(self, obj, record, frame, local) -> None:
+        block = obj.shape_key_add(name=f"{BAKE_KEY_PREFIX}.{frame:04d}", from_mix=False)
+        block.relative_key = obj.data.shape_keys.reference_key
+        block.value = 0.0
+        record["keys"].append(block.name)
+        mesh_io.write_key(block, local)
+        fcurves = _fcurves(obj.data.shape_keys, record)
+        record["curves"].append(_key_pulse(fcurves, block, frame).data_path)
+
+    def finish(self) -> None:
+        """Write PC2 files and modifiers, switch the objects to their bake, restore the frame."""
+        for obj, record in self._objects():
+            block = mesh_io.sim_key(obj)
+            record["sim_key_mute"] = block.mute
+            if record["target"] == "PC2":
+                path = record["file"]
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                write_pc2(path, np.stack(self.samples[obj.name]), obj.cloth_addon.frame_start)
+                modifier = obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
+                modifier.cache_format = "PC2"
+                modifier.filepath = bpy.path.relpath(path) if bpy.data.filepath else path
+                modifier.frame_start = obj.cloth_addon.frame_start
+                # The cache replaces the mesh's own positions, so it must come before other modifiers.
+                obj.modifiers.move(len(obj.modifiers) - 1, 0)
+                record["modifier"] = modifier.name
+            block.mute = True
+            obj.cloth_addon.bake_record = json.dumps(record)
+            obj.data.update_tag()
+        self.scene.frame_set(self.original_frame)
+
+    def cancel(self) -> None:
+        """Remove what the bake added so far: the objects are exactly as before."""
+        for obj, record in self._objects():
+            remove(obj, record)
+        self.scene.frame_set(self.original_frame)
+
+
+def remove(obj, record: dict) -> None:
+    """Undo a (partial) bake described by record."""
+    key = obj.data.shape_keys
+    if key is not None:
+        fcurves = _existing_fcurves(key)
+        if fcurves is not None:
+            for path in record.get("curves", ()):
+                curve = fcurves.find(path, index=0)
+                if curve is not None:
+                    fcurves.remove(curve)
+        for name in record.get("keys", ()):
+            block = key.key_blocks.get(name)
+            if block is not None:
+                obj.shape_key_remove(block)
+        action = bpy.data.actions.get(record.get("created_action") or "")
+        if action is not None:
+            if key.animation_data is not None and key.animation_data.action == action:
+                key.animation_data.action = None
+            bpy.data.actions.remove(action)
+        if record.get("created_anim_data") and key.animation_data is not None:
+            key.animation_data_clear()
+        block = mesh_io.sim_key(obj)
+        if block is not None and "sim_key_mute" in record:
+            block.mute = record["sim_key_mute"]
+    modifier = obj.modifiers.get(record.get("modifier") or "")
+    if modifier is not None:
+        obj.modifiers.remove(modifier)
+    path = record.get("file")
+    if path and os.path.exists(path) and "modifier" in record:
+        os.remove(path)
+    obj.data.update_tag()
+
+
+def free(obj) -> bool:
+    """Remove the object's bake; False when it had none."""
+    if not obj.cloth_addon.bake_record:
+        return False
+    remove(obj, json.loads(obj.cloth_addon.bake_record))
+    obj.cloth_addon.bake_record = ""
+    session.discard(obj.session_uid)
+    return True

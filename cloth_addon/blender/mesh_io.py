@@ -1,0 +1,120 @@
+"""Mesh <-> numpy: bulk copies through foreach_get/foreach_set on float32/int32 buffers."""
+
+import numpy as np
+
+SIM_KEY = "ClothSim"
+
+
+def read_positions(mesh) -> np.ndarray:
+    """(n, 3) float64: the mesh's own vertex coordinates, local space, before modifiers."""
+    buffer = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", buffer)
+    return buffer.reshape(-1, 3).astype(np.float64)
+
+
+def read_key(key_block) -> np.ndarray:
+    """(n, 3) float64 coordinates stored in a shape key, local space."""
+    buffer = np.empty(len(key_block.data) * 3, dtype=np.float32)
+    key_block.data.foreach_get("co", buffer)
+    return buffer.reshape(-1, 3).astype(np.float64)
+
+
+def write_key(key_block, local: np.ndarray) -> None:
+    """Store (n, 3) local coordinates in a shape key and tag the mesh for re-evaluation."""
+    key_block.data.foreach_set("co", np.ascontiguousarray(local, dtype=np.float32).ravel())
+    key_block.id_data.user.update_tag()
+
+
+def read_faces(mesh):
+    """Faces as an (m, k) int array when all have k corners, else a list of index arrays."""
+    count = len(mesh.polygons)
+    if count == 0:
+        return np.empty((0, 3), dtype=np.int64)
+    corners = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", corners)
+    sizes = np.empty(count, dtype=np.int32)
+    mesh.polygons.foreach_get("loop_total", sizes)
+    corners = corners.astype(np.int64)
+    # Blender stores each face's corners contiguously, in face order.
+    if np.all(sizes == sizes[0]):
+        return corners.reshape(count, sizes[0])
+    return np.split(corners, np.cumsum(sizes)[:-1])
+
+
+def read_edges(mesh) -> np.ndarray:
+    """(e, 2) int64 mesh edges."""
+    buffer = np.empty(len(mesh.edges) * 2, dtype=np.int32)
+    mesh.edges.foreach_get("vertices", buffer)
+    return buffer.reshape(-1, 2).astype(np.int64)
+
+
+def read_triangles(mesh) -> np.ndarray:
+    """(t, 3) int64 triangulation of the mesh (for mesh colliders)."""
+    mesh.calc_loop_triangles()
+    buffer = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
+    mesh.loop_triangles.foreach_get("vertices", buffer)
+    return buffer.reshape(-1, 3).astype(np.int64)
+
+
+def read_polygon_normals(mesh) -> np.ndarray:
+    """(m, 3) float64 face normals, local space."""
+    buffer = np.empty(len(mesh.polygons) * 3, dtype=np.float32)
+    mesh.polygons.foreach_get("normal", buffer)
+    return buffer.reshape(-1, 3).astype(np.float64)
+
+
+def read_group_weights(obj, group_name: str) -> np.ndarray:
+    """(n,) float64 weights of a vertex group, 0 where a vertex is not in it.
+
+    Blender has no bulk getter for vertex-group weights (they are not mesh attributes), so this
+    walks the vertices once; it runs when a simulation is built, never per frame.
+    """
+    count = len(obj.data.vertices)
+    weights = np.zeros(count, dtype=np.float64)
+    group = obj.vertex_groups.get(group_name) if group_name else None
+    if group is None:
+        return weights
+    index = group.index
+    for vertex in obj.data.vertices:
+        for element in vertex.groups:
+            if element.group == index:
+                weights[vertex.index] = element.weight
+    return weights
+
+
+def matrix_to_numpy(matrix) -> np.ndarray:
+    """(4, 4) float64 from a mathutils.Matrix."""
+    return np.array(matrix, dtype=np.float64)
+
+
+def to_world(matrix: np.ndarray, local: np.ndarray) -> np.ndarray:
+    return local @ matrix[:3, :3].T + matrix[:3, 3]
+
+
+def to_local(matrix: np.ndarray, world: np.ndarray) -> np.ndarray:
+    # Solving instead of inverting keeps the round trip exact enough for scaled objects.
+    return np.linalg.solve(matrix[:3, :3], (world - matrix[:3, 3]).T).T
+
+
+def ensure_sim_key(obj):
+    """The shape key the live simulation writes to, relative to the Basis, value 1.
+
+    Returns (key_block, added_basis). Adding a Basis copies the vertex positions into it, so the
+    mesh looks the same and its own coordinates are untouched.
+    """
+    added_basis = False
+    if obj.data.shape_keys is None:
+        obj.shape_key_add(name="Basis", from_mix=False)
+        added_basis = True
+    keys = obj.data.shape_keys
+    block = keys.key_blocks.get(SIM_KEY)
+    if block is None:
+        block = obj.shape_key_add(name=SIM_KEY, from_mix=False)
+    block.relative_key = keys.reference_key
+    block.value = 1.0
+    return block, added_basis
+
+
+def sim_key(obj):
+    keys = obj.data.shape_keys
+    return None if keys is None else keys.key_blocks.get(SIM_KEY)

@@ -1,0 +1,175 @@
+"""Physics-tab panels, laid out like Blender's own Cloth panels."""
+
+import bpy
+
+from . import session
+
+SUPPORTED_COLLIDERS = "Colliders: Collision objects shaped as a sphere or a plane (infinite)"
+
+
+class CLOTH_ADDON_MT_presets(bpy.types.Menu):
+    bl_idname = "CLOTH_ADDON_MT_presets"
+    bl_label = "Cloth Presets"
+
+    def draw(self, context):
+        layout = self.layout
+        for item in bpy.types.CLOTH_ADDON_OT_apply_preset.bl_rna.properties["preset"].enum_items:
+            layout.operator("cloth_addon.apply_preset", text=item.name).preset = item.identifier
+
+
+class PhysicsPanel:
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return obj is not None and obj.type == "MESH"
+
+
+class ClothSubPanel(PhysicsPanel):
+    bl_parent_id = "CLOTH_ADDON_PT_cloth"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and context.object.cloth_addon.enabled
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        layout.enabled = not context.object.cloth_addon.is_baked
+        self.draw_settings(layout, context.object.cloth_addon, context.object)
+
+
+class CLOTH_ADDON_PT_cloth(PhysicsPanel, bpy.types.Panel):
+    bl_label = "Cloth (numpy)"
+
+    def draw_header_preset(self, context):
+        if context.object.cloth_addon.enabled:
+            self.layout.menu(CLOTH_ADDON_MT_presets.bl_idname, text="Presets", icon="PRESET")
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.object
+        props = obj.cloth_addon
+        if not props.enabled:
+            layout.operator("cloth_addon.make_cloth", icon="MOD_CLOTH")
+            return
+        row = layout.row(align=True)
+        row.operator("cloth_addon.remove_cloth", icon="X")
+        row.operator("cloth_addon.reset", icon="FILE_REFRESH")
+        error = session.errors.get(obj.session_uid)
+        if error:
+            layout.label(text=error, icon="ERROR")
+        layout.use_property_split = True
+        layout.prop(props, "solver")
+        col = layout.column(align=True)
+        col.prop(props, "iterations")
+        col.prop(props, "substeps")
+
+
+class CLOTH_ADDON_PT_physical(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Physical Properties"
+    bl_options = set()
+
+    def draw_settings(self, layout, props, obj):
+        layout.prop(props, "density", text="Density (kg/m²)")
+        layout.prop(props, "air_drag", text="Air Drag (kg/m²s)")
+
+
+class CLOTH_ADDON_PT_stiffness(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Stiffness (N/m)"
+
+    def draw_settings(self, layout, props, obj):
+        col = layout.column(align=True)
+        col.prop(props, "stretch_stiffness")
+        col.prop(props, "shear_stiffness")
+        col.prop(props, "bend_stiffness")
+
+
+class CLOTH_ADDON_PT_damping(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Damping"
+
+    def draw_settings(self, layout, props, obj):
+        layout.prop(props, "damping")
+
+
+class CLOTH_ADDON_PT_shape(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Shape"
+
+    def draw_settings(self, layout, props, obj):
+        layout.prop_search(props, "pin_group", obj, "vertex_groups", text="Pin Group")
+        layout.prop(props, "pin_stiffness")
+
+
+class CLOTH_ADDON_PT_collisions(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Collisions"
+
+    def draw_settings(self, layout, props, obj):
+        layout.prop(props, "collision_distance")
+        layout.prop(props, "friction")
+        layout.label(text=SUPPORTED_COLLIDERS, icon="INFO")
+        missing = session.unsupported.get(obj.session_uid)
+        if missing:
+            layout.label(text="Ignored (not a sphere or plane): " + ", ".join(missing), icon="ERROR")
+
+
+class CLOTH_ADDON_PT_self_collision(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Self Collision"
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.cloth_addon, "use_self_collision", text="")
+
+    def draw_settings(self, layout, props, obj):
+        layout.active = props.use_self_collision
+        layout.prop(props, "self_distance")
+
+
+class CLOTH_ADDON_PT_tearing(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Tearing"
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.cloth_addon, "use_tearing", text="")
+
+    def draw_settings(self, layout, props, obj):
+        layout.active = props.use_tearing
+        layout.prop(props, "tear_factor")
+
+
+class CLOTH_ADDON_PT_wind(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Wind"
+
+    def draw_settings(self, layout, props, obj):
+        layout.prop(props, "wind")
+        layout.label(text="Plus the scene's Wind force fields (strength along their Z axis)", icon="INFO")
+
+
+class CLOTH_ADDON_PT_cache(ClothSubPanel, bpy.types.Panel):
+    bl_label = "Cache / Bake"
+    bl_options = set()
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        props = context.object.cloth_addon
+        settings = layout.column()
+        settings.enabled = not props.is_baked
+        col = settings.column(align=True)
+        col.prop(props, "frame_start")
+        col.prop(props, "frame_end")
+        settings.prop(props, "bake_target")
+        if props.bake_target == "PC2":
+            settings.prop(props, "cache_directory")
+        row = layout.row(align=True)
+        if props.is_baked:
+            row.operator("cloth_addon.free_bake", icon="TRASH")
+        else:
+            row.operator("cloth_addon.bake", icon="REC")
+
+
+CLASSES = (CLOTH_ADDON_MT_presets, CLOTH_ADDON_PT_cloth, CLOTH_ADDON_PT_physical, CLOTH_ADDON_PT_stiffness,
+           CLOTH_ADDON_PT_damping, CLOTH_ADDON_PT_shape, CLOTH_ADDON_PT_collisions,
+           CLOTH_ADDON_PT_self_collision, CLOTH_ADDON_PT_tearing, CLOTH_ADDON_PT_wind, CLOTH_ADDON_PT_cache)

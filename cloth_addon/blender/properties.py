@@ -1,0 +1,128 @@
+"""Object.cloth_addon: the per-object cloth settings, shown in the Physics tab."""
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    StringProperty,
+)
+
+from . import session
+
+
+def _invalidate(self, context):
+    """Any edit makes the cached simulation stale: rebuild it on the next frame."""
+    obj = self.id_data
+    if obj is not None:
+        session.discard(obj.session_uid)
+
+
+def _frame_range_changed(self, context):
+    if self.frame_end < self.frame_start:
+        self.frame_end = self.frame_start
+    _invalidate(self, context)
+
+
+class ClothAddonSettings(bpy.types.PropertyGroup):
+    """Cloth settings of one mesh object."""
+
+    enabled: BoolProperty(
+        name="Cloth", default=False, update=_invalidate,
+        description="Simulate this mesh as cloth during playback")
+    solver: EnumProperty(
+        name="Solver", default="FAST_MASS_SPRING", update=_invalidate,
+        items=[("FAST_MASS_SPRING", "Fast Mass-Spring",
+                "Implicit Euler by local/global iterations (Liu et al. 2013): stable at any stiffness"),
+               ("VERLET", "Verlet", "Verlet integration with constraint relaxation: simple, explicit")])
+    iterations: IntProperty(
+        name="Iterations", default=10, min=1, soft_max=50, max=500, update=_invalidate,
+        description="Solver iterations per substep: more is stiffer and slower")
+    substeps: IntProperty(
+        name="Substeps", default=1, min=1, soft_max=20, max=200, update=_invalidate,
+        description="Solver steps per frame: more is more accurate and slower")
+    density: FloatProperty(
+        name="Density", default=0.15, min=1e-4, soft_max=2.0, precision=3, update=_invalidate,
+        description="Mass per area of cloth, kg/m²")
+    stretch_stiffness: FloatProperty(
+        name="Stretch", default=5000.0, min=0.0, soft_max=100000.0, update=_invalidate,
+        description="Stiffness of springs along mesh edges, N/m")
+    shear_stiffness: FloatProperty(
+        name="Shear", default=500.0, min=0.0, soft_max=20000.0, update=_invalidate,
+        description="Stiffness of springs across face diagonals, N/m")
+    bend_stiffness: FloatProperty(
+        name="Bending", default=50.0, min=0.0, soft_max=5000.0, update=_invalidate,
+        description="Stiffness of springs across edges that resist folding, N/m")
+    damping: FloatProperty(
+        name="Damping", default=0.01, min=0.0, max=0.99, precision=3, update=_invalidate,
+        description="Fraction of velocity removed each frame")
+    air_drag: FloatProperty(
+        name="Air Drag", default=1.0, min=0.0, soft_max=20.0, update=_invalidate,
+        description="Air resistance per area and speed, kg/(m² s); also couples the cloth to wind")
+    pin_group: StringProperty(
+        name="Pin Group", default="", update=_invalidate,
+        description="Vertex group whose weights pin vertices to the object's own shape")
+    pin_stiffness: FloatProperty(
+        name="Pin Stiffness", default=1.0, min=0.0, max=1.0, subtype="FACTOR", update=_invalidate,
+        description="How hard painted vertices are held: weight × stiffness of 1 pins rigidly, "
+                    "less pulls that fraction of the way back to the pin every frame")
+    collision_distance: FloatProperty(
+        name="Distance", default=0.005, min=0.0, soft_max=0.1, precision=4, unit="LENGTH",
+        update=_invalidate,
+        description="Cloth thickness kept from colliders (added to their Outer Thickness)")
+    friction: FloatProperty(
+        name="Friction", default=0.3, min=0.0, soft_max=2.0, update=_invalidate,
+        description="Coulomb friction coefficient against colliders")
+    use_self_collision: BoolProperty(
+        name="Self Collision", default=False, update=_invalidate,
+        description="Keep cloth vertices apart from each other")
+    self_distance: FloatProperty(
+        name="Distance", default=0.01, min=0.0, soft_max=0.1, precision=4, unit="LENGTH",
+        update=_invalidate, description="Smallest distance kept between cloth vertices")
+    use_tearing: BoolProperty(
+        name="Tearing", default=False, update=_invalidate,
+        description="Springs stretched past the tear factor break for good")
+    tear_factor: FloatProperty(
+        name="Tear Factor", default=1.5, min=1.001, soft_max=5.0, update=_invalidate,
+        description="A spring breaks when longer than its rest length times this")
+    wind: FloatVectorProperty(
+        name="Wind", size=3, default=(0.0, 0.0, 0.0), subtype="VELOCITY", unit="VELOCITY",
+        update=_invalidate, description="Wind velocity in world space, m/s, added to the scene's wind fields")
+    frame_start: IntProperty(
+        name="Start", default=1, update=_frame_range_changed,
+        description="Frame where the cloth is at rest and the simulation starts")
+    frame_end: IntProperty(
+        name="End", default=250, update=_frame_range_changed,
+        description="Last simulated and baked frame")
+    bake_target: EnumProperty(
+        name="Bake To", default="SHAPE_KEYS",
+        items=[("SHAPE_KEYS", "Shape Keys", "One shape key per frame, keyframed 0 → 1 → 0 around it"),
+               ("PC2", "PC2 Cache", "A .pc2 point-cache file played by a Mesh Cache modifier")])
+    cache_directory: StringProperty(
+        name="Cache Folder", default="", subtype="DIR_PATH",
+        description="Where PC2 files go; empty means a cloth_cache folder next to the .blend file")
+    # What the last bake added, as JSON, so Free Bake can remove exactly that (also after reload).
+    bake_record: StringProperty(name="Bake Record", default="", options={"HIDDEN"})
+    # Whether make_cloth had to add the Basis key, so remove_cloth can take it away again.
+    added_basis: BoolProperty(name="Added Basis", default=False, options={"HIDDEN"})
+
+    @property
+    def is_baked(self) -> bool:
+        return bool(self.bake_record)
+
+
+CLASSES = (ClothAddonSettings,)
+
+
+def register():
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    bpy.types.Object.cloth_addon = bpy.props.PointerProperty(type=ClothAddonSettings)
+
+
+def unregister():
+    del bpy.types.Object.cloth_addon
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)
