@@ -12,6 +12,8 @@ from . import mesh_io
 
 # Relative tolerance for "all vertices at one distance" and "all vertices in one plane".
 SHAPE_TOLERANCE = 1e-3
+# Faces of a sphere-like mesh are at least this fraction of the radius from its centre.
+SPHERE_FACE_DISTANCE = 0.85
 # Blender's cloth friction (0..80, default 5) is not a Coulomb coefficient; this maps 5 to 0.5.
 FRICTION_SCALE = 0.1
 
@@ -24,21 +26,27 @@ def is_collider(obj) -> bool:
 
 
 def world_mesh(obj, depsgraph):
-    """(vertices (n, 3), triangles (t, 3), face normals (m, 3)) of the evaluated object, world space."""
+    """(vertices (n, 3), triangles (t, 3), face normals (m, 3), face centres (m, 3)) of the
+    evaluated object, world space."""
     evaluated = obj.evaluated_get(depsgraph)
     mesh = evaluated.to_mesh()
     try:
         matrix = mesh_io.matrix_to_numpy(evaluated.matrix_world)
         vertices = mesh_io.to_world(matrix, mesh_io.read_positions(mesh))
-        normals = mesh_io.read_polygon_normals(mesh) @ np.linalg.inv(matrix[:3, :3])
+        normals = mesh_io.read_vectors(mesh.polygons, "normal") @ np.linalg.inv(matrix[:3, :3])
+        centres = mesh_io.to_world(matrix, mesh_io.read_vectors(mesh.polygons, "center"))
         triangles = mesh_io.read_triangles(mesh)
     finally:
         evaluated.to_mesh_clear()
-    return vertices, triangles, normals
+    return vertices, triangles, normals, centres
 
 
-def classify(vertices: np.ndarray, normals: np.ndarray):
-    """('sphere', center, radius) | ('plane', point, normal) | (None, None, None)."""
+def classify(vertices: np.ndarray, normals: np.ndarray, centres: np.ndarray):
+    """('sphere', center, radius) | ('plane', point, normal) | (None, None, None).
+
+    A sphere has its vertices at one distance from their centroid and its faces close to that
+    distance too (which a cube, whose corners are also equidistant, does not).
+    """
     if len(vertices) < 3:
         return None, None, None
     center = vertices.mean(axis=0)
@@ -47,8 +55,9 @@ def classify(vertices: np.ndarray, normals: np.ndarray):
     size = extent.max()
     if size <= 0.0:
         return None, None, None
-    if len(vertices) >= 8 and extent.max() - extent.min() <= SHAPE_TOLERANCE * size:
-        return "sphere", center, float(extent.max())
+    if extent.max() - extent.min() <= SHAPE_TOLERANCE * size and len(centres):
+        if np.linalg.norm(centres - center, axis=1).min() >= SPHERE_FACE_DISTANCE * size:
+            return "sphere", center, float(size)
     _, singular, axes = np.linalg.svd(offsets, full_matrices=False)
     if singular[-1] <= SHAPE_TOLERANCE * singular[0]:
         normal = axes[-1]
@@ -66,10 +75,10 @@ def scene_colliders(scene, depsgraph, exclude_uid: int):
     for obj in scene.objects:
         if obj.session_uid == exclude_uid or not is_collider(obj) or not obj.visible_get():
             continue
-        vertices, triangles, normals = world_mesh(obj, depsgraph)
+        vertices, triangles, normals, centres = world_mesh(obj, depsgraph)
         thickness = obj.collision.thickness_outer
         friction = obj.collision.cloth_friction * FRICTION_SCALE
-        kind, a, b = classify(vertices, normals)
+        kind, a, b = classify(vertices, normals, centres)
         if kind == "sphere":
             colliders.append(core.SphereCollider(a, b, thickness=thickness, friction=friction))
         elif kind == "plane":

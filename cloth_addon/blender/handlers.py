@@ -19,7 +19,7 @@ def cloth_addon_frame_change(scene, depsgraph=None):
     for obj in cloth_objects(scene):
         try:
             session.update_object(obj, scene, depsgraph)
-        except Exception as error:  # noqa: BLE001 - a handler that raises breaks playback
+        except Exception as error:  # a handler that raises breaks playback for everything
             session.discard(obj.session_uid)
             session.errors[obj.session_uid] = f"{type(error).__name__}: {error}"
             traceback.print_exc()

@@ -5,18 +5,21 @@ import numpy as np
 SIM_KEY = "ClothSim"
 
 
+def read_vectors(collection, name: str) -> np.ndarray:
+    """(len, 3) float64 from a float-vector property of every item of a bpy collection."""
+    buffer = np.empty(len(collection) * 3, dtype=np.float32)
+    collection.foreach_get(name, buffer)
+    return buffer.reshape(-1, 3).astype(np.float64)
+
+
 def read_positions(mesh) -> np.ndarray:
     """(n, 3) float64: the mesh's own vertex coordinates, local space, before modifiers."""
-    buffer = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
-    mesh.vertices.foreach_get("co", buffer)
-    return buffer.reshape(-1, 3).astype(np.float64)
+    return read_vectors(mesh.vertices, "co")
 
 
 def read_key(key_block) -> np.ndarray:
     """(n, 3) float64 coordinates stored in a shape key, local space."""
-    buffer = np.empty(len(key_block.data) * 3, dtype=np.float32)
-    key_block.data.foreach_get("co", buffer)
-    return buffer.reshape(-1, 3).astype(np.float64)
+    return read_vectors(key_block.data, "co")
 
 
 def write_key(key_block, local: np.ndarray) -> None:
@@ -54,13 +57,6 @@ def read_triangles(mesh) -> np.ndarray:
     buffer = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
     mesh.loop_triangles.foreach_get("vertices", buffer)
     return buffer.reshape(-1, 3).astype(np.int64)
-
-
-def read_polygon_normals(mesh) -> np.ndarray:
-    """(m, 3) float64 face normals, local space."""
-    buffer = np.empty(len(mesh.polygons) * 3, dtype=np.float32)
-    mesh.polygons.foreach_get("normal", buffer)
-    return buffer.reshape(-1, 3).astype(np.float64)
 
 
 def read_group_weights(obj, group_name: str) -> np.ndarray:

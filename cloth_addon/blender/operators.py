@@ -53,7 +53,7 @@ class CLOTH_ADDON_OT_make_cloth(bpy.types.Operator):
             try:
                 session.get(obj, context.scene, context.evaluated_depsgraph_get(), rebuild=True)
                 _refresh(context, obj)
-            except ValueError as error:
+            except Exception as error:  # the core's message is the user's best hint; never raise
                 _strip(obj)
                 skipped.append(f"{obj.name}: {error}")
                 continue
@@ -129,7 +129,7 @@ class CLOTH_ADDON_OT_reset(bpy.types.Operator):
             try:
                 session.get(obj, context.scene, context.evaluated_depsgraph_get(), rebuild=True)
                 _refresh(context, obj)
-            except ValueError as error:
+            except Exception as error:
                 self.report({"ERROR"}, f"{obj.name}: {error}")
                 return {"CANCELLED"}
         self.report({"INFO"}, f"Reset {len(objects)} cloth object(s)")
@@ -164,7 +164,7 @@ class CLOTH_ADDON_OT_bake(bpy.types.Operator):
         try:
             while baker.step():
                 pass
-        except (bake.BakeError, ValueError, RuntimeError) as error:
+        except Exception as error:
             baker.cancel()
             self.report({"ERROR"}, f"Bake failed: {error}")
             return {"CANCELLED"}
@@ -194,7 +194,7 @@ class CLOTH_ADDON_OT_bake(bpy.types.Operator):
             return {"PASS_THROUGH"}
         try:
             more = self._baker.step()
-        except (bake.BakeError, ValueError, RuntimeError) as error:
+        except Exception as error:
             self._baker.cancel()
             self._end(context)
             self.report({"ERROR"}, f"Bake failed: {error}")

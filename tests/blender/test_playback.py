@@ -1,0 +1,158 @@
+"""Live playback through the frame_change_post handler, in world space."""
+
+import math
+
+import bpy
+import numpy as np
+from conftest import evaluated_local, evaluated_world, make_cloth, make_grid, pin, play, raw_key, raw_vertices
+
+from cloth_addon import core
+from cloth_addon.blender import mesh_io, session
+
+
+def test_pinned_grid_falls_pins_stay_and_basis_is_untouched(scene):
+    obj = make_grid(cuts=8)
+    pin(obj, [0, 7])  # two corners of the first row
+    rest = mesh_io.read_positions(obj.data)
+    before_vertices = raw_vertices(obj.data)
+    make_cloth(obj)
+    basis = raw_key(obj.data.shape_keys.reference_key)
+    play(scene, 20)
+    live = evaluated_local(obj)
+    assert np.all(live[[0, 7]] == np.float32(rest[[0, 7]]))
+    free = np.setdiff1d(np.arange(len(rest)), [0, 7])
+    drop = rest[free, 2] - live[free, 2]
+    assert np.all(drop > 0.01) and drop.mean() > 0.3, "every free vertex fell, the far edge most"
+    assert np.array_equal(raw_key(obj.data.shape_keys.reference_key), basis)
+    assert np.array_equal(raw_vertices(obj.data), before_vertices)
+    sim_key = mesh_io.sim_key(obj)
+    assert sim_key.value == 1.0 and sim_key.relative_key == obj.data.shape_keys.reference_key
+
+
+def test_scrubbing_back_shows_the_frame_computed_before(scene):
+    obj = make_cloth(make_grid())
+    play(scene, 8)
+    at_5 = None
+    scene.frame_set(1)
+    play(scene, 5)
+    at_5 = evaluated_local(obj)
+    play(scene, 12)
+    scene.frame_set(5)
+    assert np.array_equal(evaluated_local(obj), at_5)
+    scene.frame_set(1)
+    assert np.allclose(evaluated_local(obj), mesh_io.read_positions(obj.data), atol=1e-6)
+
+
+def test_jump_forward_simulates_the_frames_in_between(scene):
+    obj = make_cloth(make_grid())
+    play(scene, 10)
+    stepped = evaluated_local(obj)
+    select = obj
+    select.cloth_addon.iterations = select.cloth_addon.iterations  # any edit drops the cache
+    scene.frame_set(1)
+    scene.frame_set(10)
+    assert np.allclose(evaluated_local(obj), stepped, atol=1e-6)
+
+
+def test_rotated_and_scaled_object_falls_along_world_minus_z(scene):
+    obj = make_cloth(make_grid(location=(1.0, 2.0, 3.0), rotation=(0.7, 0.3, 1.1), scale=(2.0, 0.5, 1.5)),
+                     air_drag=0.0, damping=0.0)
+    start = evaluated_world(obj)
+    play(scene, 12)
+    moved = evaluated_world(obj) - start
+    # No drag or damping, springs at rest length: the whole sheet free-falls along world -Z.
+    t = 11 / 24
+    assert np.allclose(moved[:, :2], 0.0, atol=1e-4)
+    assert np.allclose(moved[:, 2], -0.5 * 9.81 * t * t, rtol=0.1)
+
+
+def test_pins_follow_the_animated_object(scene):
+    obj = make_grid(cuts=6)
+    pin(obj, [0, 5])
+    obj.keyframe_insert("location", frame=1)
+    obj.location = (2.0, 0.0, 1.0)
+    obj.rotation_euler = (0.0, 0.0, math.pi / 2)
+    obj.keyframe_insert("location", frame=10)
+    obj.keyframe_insert("rotation_euler", frame=10)
+    scene.frame_set(1)
+    make_cloth(obj)
+    at_start = evaluated_world(obj)[[0, 5]]
+    play(scene, 10)
+    world = evaluated_world(obj)
+    matrix = mesh_io.matrix_to_numpy(obj.matrix_world)
+    expected = mesh_io.to_world(matrix, mesh_io.read_positions(obj.data)[[0, 5]])
+    assert np.allclose(world[[0, 5]], expected, atol=1e-5)
+    assert np.all(np.linalg.norm(world[[0, 5]] - at_start, axis=1) > 1.0), "the pins travelled with it"
+
+
+def _collider(kind):
+    if kind == "sphere":
+        bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, segments=16, ring_count=8, location=(0, 0, 0))
+    else:
+        bpy.ops.mesh.primitive_plane_add(size=4, location=(0, 0, 0))
+    obj = bpy.context.active_object
+    obj.modifiers.new("Collision", "COLLISION")
+    return obj
+
+
+def test_a_sphere_collision_object_stops_the_cloth(scene):
+    sphere = _collider("sphere")
+    obj = make_cloth(make_grid(cuts=10, size=1.2, location=(0, 0, 0.8)))
+    play(scene, 30)
+    world = evaluated_world(obj)
+    distance = np.linalg.norm(world - np.array(sphere.location), axis=1)
+    reach = 0.5 + sphere.collision.thickness_outer + obj.cloth_addon.collision_distance
+    assert distance.min() >= reach * 0.99
+    assert world[:, 2].max() > 0.5, "the cloth rests on the ball instead of falling past it"
+    assert session.unsupported[obj.session_uid] == []
+
+
+def test_a_plane_collision_object_is_a_floor(scene):
+    floor = _collider("plane")
+    floor.location.z = -0.2
+    obj = make_cloth(make_grid(location=(0, 0, 0.3)))
+    play(scene, 30)
+    world = evaluated_world(obj)
+    assert world[:, 2].min() >= -0.2 + floor.collision.thickness_outer * 0.99
+
+
+def test_unsupported_collider_is_named_and_ignored(scene):
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0))
+    bpy.ops.object.modifier_add(type="COLLISION")
+    cube = bpy.context.active_object
+    obj = make_cloth(make_grid(location=(0, 0, 0.5)))
+    play(scene, 3)
+    assert session.unsupported[obj.session_uid] == ([] if hasattr(core, "MeshCollider") else [cube.name])
+
+
+def test_wind_field_pushes_along_its_z_axis(scene):
+    bpy.ops.object.effector_add(type="WIND", rotation=(0.0, math.pi / 2, 0.0))  # field Z = world +X
+    bpy.context.active_object.field.strength = 10.0
+    obj = make_grid(rotation=(math.pi / 2, 0.0, 0.0))  # a vertical sheet facing +-X... Y
+    obj.rotation_euler = (0.0, math.pi / 2, 0.0)  # normal along world X, so the wind hits it
+    pin(obj, range(6))
+    make_cloth(obj)
+    start = evaluated_world(obj)
+    play(scene, 15)
+    assert (evaluated_world(obj) - start)[:, 0].mean() > 0.02
+
+
+def test_file_load_clears_the_simulations(scene):
+    obj = make_cloth(make_grid())
+    play(scene, 3)
+    assert obj.session_uid in session._sessions
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert session._sessions == {}
+
+
+def test_remove_cloth_restores_the_original_exactly(scene):
+    obj = make_grid()
+    before = raw_vertices(obj.data)
+    make_cloth(obj)
+    play(scene, 5)
+    assert bpy.ops.cloth_addon.remove_cloth() == {"FINISHED"}
+    assert obj.data.shape_keys is None
+    assert np.array_equal(raw_vertices(obj.data), before)
+    assert np.array_equal(evaluated_local(obj).astype(np.float32).ravel(), before)
+    play(scene, 8)
+    assert np.array_equal(evaluated_local(obj).astype(np.float32).ravel(), before)

@@ -1,0 +1,84 @@
+"""Registration, properties, presets and operator input checks."""
+
+import bpy
+import pytest
+from conftest import make_cloth, make_grid, select_only
+
+from cloth_addon.blender import handlers, presets
+
+
+def _handler_count():
+    return sum(getattr(h, "__name__", "") == handlers.cloth_addon_frame_change.__name__
+               for h in bpy.app.handlers.frame_change_post)
+
+
+def test_register_unregister_twice_leaves_one_handler(addon):
+    for _ in range(2):
+        addon.unregister()
+        assert _handler_count() == 0
+        assert not hasattr(bpy.types.Object, "cloth_addon")
+        addon.register()
+        assert _handler_count() == 1
+    handlers.register()  # a second registration of the handlers must not add a duplicate
+    assert _handler_count() == 1
+    assert all(hasattr(bpy.ops.cloth_addon, op) for op in ("make_cloth", "remove_cloth", "reset", "bake",
+                                                           "free_bake"))
+
+
+def test_settings_fields_and_enums(scene):
+    props = make_grid().cloth_addon
+    for field in ("enabled", "solver", "iterations", "substeps", "density", "stretch_stiffness",
+                  "shear_stiffness", "bend_stiffness", "damping", "air_drag", "pin_group", "pin_stiffness",
+                  "collision_distance", "friction", "use_self_collision", "self_distance", "use_tearing",
+                  "tear_factor", "wind", "frame_start", "frame_end", "bake_target"):
+        assert hasattr(props, field), field
+    rna = props.bl_rna.properties
+    assert set(rna["solver"].enum_items.keys()) == {"FAST_MASS_SPRING", "VERLET"}
+    assert set(rna["bake_target"].enum_items.keys()) == {"SHAPE_KEYS", "PC2"}
+
+
+@pytest.mark.parametrize("name", ["COTTON", "SILK", "DENIM", "LEATHER", "RUBBER"])
+def test_presets_apply(scene, name):
+    obj = make_grid()
+    select_only(obj)
+    assert bpy.ops.cloth_addon.apply_preset(preset=name) == {"FINISHED"}
+    for field, value in presets.PRESETS[name].items():
+        assert getattr(obj.cloth_addon, field) == pytest.approx(value, rel=1e-6)
+
+
+def _cancelled_with(message, op):
+    """An operator that reports an error raises RuntimeError with that report when called from Python."""
+    with pytest.raises(RuntimeError, match=message) as caught:
+        op()
+    assert "Traceback" not in str(caught.value)
+
+
+def test_make_cloth_skips_non_mesh_and_empty_mesh_without_raising(scene):
+    bpy.ops.object.empty_add()
+    empty = bpy.context.active_object
+    select_only(empty)
+    _cancelled_with("not a mesh", bpy.ops.cloth_addon.make_cloth)
+    mesh_obj = bpy.data.objects.new("Empty mesh", bpy.data.meshes.new("Empty mesh"))
+    scene.collection.objects.link(mesh_obj)
+    select_only(mesh_obj)
+    _cancelled_with("no vertices", bpy.ops.cloth_addon.make_cloth)
+    grid = make_grid()
+    grid.cloth_addon.solver = "VERLET"
+    for obj in (empty, mesh_obj, grid):
+        obj.select_set(True)
+    assert bpy.ops.cloth_addon.make_cloth() == {"FINISHED"}
+    assert grid.cloth_addon.enabled and not mesh_obj.cloth_addon.enabled
+    assert mesh_obj.data.shape_keys is None
+
+
+def test_operators_cancel_on_nothing_to_do(scene):
+    select_only(make_grid())
+    for op in (bpy.ops.cloth_addon.remove_cloth, bpy.ops.cloth_addon.reset, bpy.ops.cloth_addon.bake):
+        _cancelled_with("No selected object is cloth", op)
+    _cancelled_with("No selected object has a bake", bpy.ops.cloth_addon.free_bake)
+
+
+def test_pc2_bake_of_unsaved_file_without_folder_is_refused(scene):
+    grid = make_cloth(make_grid(), bake_target="PC2")
+    _cancelled_with("save the .blend file", bpy.ops.cloth_addon.bake)
+    assert not grid.cloth_addon.is_baked and len(grid.modifiers) == 0
