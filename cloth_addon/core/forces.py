@@ -7,37 +7,48 @@ acceleration in m/s^2 that the solvers add to the inertial prediction.
 import numpy as np
 
 
-def aerodynamic_forces(positions, velocities, triangles, wind, air_drag):
-    """(n, 3) N: per triangle c * A * ((wind - v_tri) . n) n, a third to each corner (seed 000 §8).
+def aerodynamic_forces(positions, velocities, faces, triangles, wind, air_drag):
+    """(n, 3) N: per face c * A * ((wind - v_face) . n) n, shared equally by its k corners.
 
-    Only the velocity normal to the cloth counts, so a sheet falls flat slowly but slides
-    edge-on freely, and the wind pushes a sail but not a cloth lying along it.
+    Only the velocity normal to the cloth counts (seed 000 section 8), so a sheet falls flat
+    slowly but slides edge-on freely, and the wind pushes a sail, not a cloth lying along it.
+    Sharing the force per face like the mass (density * A / k per corner) gives every
+    particle of a flat sheet the same force per mass, so drag alone does not bend it.
+    A face's normal and area come from its vector area (the sum of its fan triangles').
     """
     n = len(positions)
     forces = np.zeros((n, 3))
     if not len(triangles) or air_drag == 0.0:
         return forces
+    m = len(faces)
     p0, p1, p2 = positions[triangles[:, 0]], positions[triangles[:, 1]], positions[triangles[:, 2]]
-    cross = np.cross(p1 - p0, p2 - p0)  # |cross| = 2A, direction = normal
-    twice_area = np.linalg.norm(cross, axis=1)
-    v_tri = (velocities[triangles[:, 0]] + velocities[triangles[:, 1]] + velocities[triangles[:, 2]]) / 3.0
-    relative = np.asarray(wind, dtype=np.float64) - v_tri
-    # c * A * (rel . n) n  with n = cross/|cross|, A = |cross|/2  ->  c/2 * (rel . cross) cross / |cross|
-    scale = 0.5 * air_drag * np.einsum("ij,ij->i", relative, cross) / np.maximum(twice_area, 1e-300)
-    per_corner = cross * (scale / 3.0)[:, None]
+    tri_cross = np.cross(p1 - p0, p2 - p0)  # |cross| = 2 * area, along the normal
+    corner_face = faces.face_of_loop
+    cross = np.empty((m, 3))
+    v_face = np.empty((m, 3))
     for axis in range(3):
-        forces[:, axis] = sum(np.bincount(triangles[:, c], per_corner[:, axis], n) for c in range(3))
+        cross[:, axis] = np.bincount(faces.face_of_triangle, tri_cross[:, axis], m)
+        v_face[:, axis] = np.bincount(corner_face, velocities[faces.corners, axis], m)
+    v_face /= faces.face_size[:, None]
+    twice_area = np.linalg.norm(cross, axis=1)
+    relative = np.asarray(wind, dtype=np.float64) - v_face
+    # c * A * (rel . n) n  with n = cross / |cross|, A = |cross| / 2
+    scale = 0.5 * air_drag * np.einsum("ij,ij->i", relative, cross) / np.maximum(twice_area, 1e-300)
+    per_corner = (cross * (scale / faces.face_size)[:, None])[corner_face]
+    for axis in range(3):
+        forces[:, axis] = np.bincount(faces.corners, per_corner[:, axis], n)
     return forces
 
 
-def drag_rate(positions, triangles, mass, air_drag):
-    """(n,) 1/s: how fast drag can change a particle's velocity (c * adjacent area / 3 / m)."""
+def drag_rate(positions, faces, triangles, mass, air_drag):
+    """(n,) 1/s: how fast drag can change a particle's velocity (c * area share / m)."""
     n = len(positions)
     if not len(triangles) or air_drag == 0.0:
         return np.zeros(n)
     p0, p1, p2 = positions[triangles[:, 0]], positions[triangles[:, 1]], positions[triangles[:, 2]]
     area = 0.5 * np.linalg.norm(np.cross(p1 - p0, p2 - p0), axis=1)
-    share = np.bincount(triangles.ravel(), np.repeat(area / 3.0, 3), n)
+    face_area = np.bincount(faces.face_of_triangle, area, len(faces))
+    share = np.bincount(faces.corners, (face_area / faces.face_size)[faces.face_of_loop], n)
     return air_drag * share / mass
 
 
@@ -51,7 +62,9 @@ def external_acceleration(model, positions, velocities, settings, h):
     accel = np.empty_like(positions)
     accel[:] = settings.gravity
     if settings.air_drag > 0.0 and len(model.triangles):
-        force = aerodynamic_forces(positions, velocities, model.triangles, settings.wind, settings.air_drag)
-        limit = np.maximum(drag_rate(positions, model.triangles, model.mass, settings.air_drag) * h, 1.0)
+        force = aerodynamic_forces(positions, velocities, model.faces, model.triangles, settings.wind,
+                                   settings.air_drag)
+        rate = drag_rate(positions, model.faces, model.triangles, model.mass, settings.air_drag)
+        limit = np.maximum(rate * h, 1.0)
         accel += force / (model.mass * limit)[:, None]
     return accel

@@ -25,6 +25,7 @@ class ClothModel:
     spring_rest_length: (s,) float64, m.
     spring_stiffness:   (s,) float64, N/m (may be inf for the verlet solver: rigid).
     triangles:          (t, 3) int64, fan triangulation of the faces (wind, collisions).
+    faces:              topology.Faces, the polygons as flat corner arrays.
     dropped_springs:    number of zero-length springs removed (coincident vertices).
     """
 
@@ -38,6 +39,7 @@ class ClothModel:
     spring_rest_length: np.ndarray
     spring_stiffness: np.ndarray
     triangles: np.ndarray
+    faces: topology.Faces
     dropped_springs: int = 0
 
     @property
@@ -155,5 +157,6 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
         spring_rest_length=rest,
         spring_stiffness=per_kind[kinds],
         triangles=triangles,
+        faces=faces,
         dropped_springs=dropped,
     )

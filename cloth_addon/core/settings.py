@@ -115,7 +115,7 @@ class Settings:
         if self.tear_factor is not None:
             tear = float(self.tear_factor)
             if not (math.isfinite(tear) and tear > 1.0):
-                raise ValueError(f"Settings.tear_factor must be None or a number > 1, got {self.tear_factor!r}")
+                raise ValueError(f"Settings.tear_factor must be None or > 1, got {self.tear_factor!r}")
             set_(self, "tear_factor", tear)
         if self.chebyshev_rho is not None:
             rho = float(self.chebyshev_rho)

@@ -34,6 +34,7 @@ class Faces:
         self.next_loop = face_start[face_of_loop] + (position + 1) % size
         self.prev_loop = face_start[face_of_loop] + (position - 1) % size
         self.face_of_loop = face_of_loop
+        self.face_of_triangle = np.repeat(np.arange(len(face_size)), face_size - 2)
 
     def __len__(self) -> int:
         return len(self.face_size)
@@ -174,7 +175,7 @@ def build_springs(faces: Faces, n: int, edges: np.ndarray | None = None):
 
 
 def triangulate(faces: Faces) -> np.ndarray:
-    """Fan triangulation, (t, 3) int64: a k-gon gives k - 2 triangles."""
+    """Fan triangulation, (t, 3) int64: a k-gon gives k - 2 triangles (see face_of_triangle)."""
     counts = faces.face_size - 2
     face = np.repeat(np.arange(len(faces)), counts)
     local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -195,9 +196,7 @@ def lumped_masses(vertices, faces: Faces, triangles, loose_edges, density, linea
     in zero-area faces) get the smallest positive mass, so every particle stays finite."""
     n = len(vertices)
     tri_area = triangle_areas(vertices, triangles)
-    counts = faces.face_size - 2
-    face_of_tri = np.repeat(np.arange(len(faces)), counts)
-    face_area = np.bincount(face_of_tri, weights=tri_area, minlength=len(faces))
+    face_area = np.bincount(faces.face_of_triangle, weights=tri_area, minlength=len(faces))
     share = np.repeat(density * face_area / faces.face_size, faces.face_size)
     mass = np.bincount(faces.corners, weights=share, minlength=n).astype(np.float64)
     if len(loose_edges):

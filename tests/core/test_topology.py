@@ -93,7 +93,8 @@ def test_mixed_mesh_and_mass_total(grid):
     model = build_model(v, faces, Settings(density=2.0))
     tri = model.triangles
     p = np.asarray(v, float)
-    area = 0.5 * np.linalg.norm(np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]]), axis=1).sum()
+    cross = np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]])
+    area = 0.5 * np.linalg.norm(cross, axis=1).sum()
     assert model.mass.sum() == pytest.approx(2.0 * area)
     i, j = model.spring_indices.T
     np.testing.assert_allclose(model.spring_rest_length, np.linalg.norm(p[i] - p[j], axis=1))

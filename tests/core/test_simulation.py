@@ -1,0 +1,240 @@
+"""Physics invariants of the Simulation API, for every solver."""
+
+import numpy as np
+import pytest
+
+from cloth_addon.core import PlaneCollider, Settings, Simulation, SphereCollider
+
+SOLVERS = ["verlet"]
+
+
+def quiet(**changes):
+    """Settings without drag or damping, for exact kinematics."""
+    return Settings(**{"damping": 0.0, "air_drag": 0.0, **changes})
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_free_fall_is_exact_discrete_verlet_and_near_half_g_t_squared(grid, solver):
+    v, f, _ = grid(6, 6, plane="xy")
+    settings = quiet(solver=solver, substeps=8)
+    sim = Simulation(v, f, settings)
+    frames = 24
+    sim.step(frames)
+    steps, h = frames * 8, settings.h
+    drop = v[:, 2] - sim.positions[:, 2]
+    # x_k = x_0 + g h^2 k(k+1)/2 when starting at rest: exactly what position Verlet and
+    # implicit Euler both give for constant acceleration
+    np.testing.assert_allclose(drop, 9.81 * h * h * steps * (steps + 1) / 2, rtol=1e-9)
+    t = frames * settings.dt
+    np.testing.assert_allclose(drop, 0.5 * 9.81 * t * t, rtol=0.01)
+    np.testing.assert_allclose(sim.positions[:, :2], v[:, :2], atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_pinned_particles_never_move(grid, solver):
+    v, f, index = grid(12, 12)
+    settings = Settings(solver=solver, wind=(0, 3, 0))
+    sim = Simulation(v, f, settings, pinned=index[0], colliders=[SphereCollider((0.5, 0.2, -0.6), 0.3)])
+    for _ in range(30):
+        sim.step()
+        assert np.array_equal(sim.positions[index[0]], v[index[0]])
+    assert np.abs(sim.positions - v).max() > 0.05  # the rest did move
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_rest_state_stays_at_rest_without_gravity(grid, solver):
+    v, f, _ = grid(10, 10)
+    sim = Simulation(v, f, Settings(solver=solver, gravity=(0, 0, 0)))
+    sim.step(100)
+    assert np.abs(sim.positions - v).max() < 1e-12
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_deterministic_and_finite(grid, solver):
+    v, f, index = grid(10, 10)
+    runs = []
+    for _ in range(2):
+        sim = Simulation(v, f, Settings(solver=solver, wind=(1, 2, 0)), pinned=index[0, ::3],
+                         colliders=[SphereCollider((0.5, 0.3, -0.5), 0.25)])
+        sim.step(40)
+        runs.append(sim.positions.copy())
+    assert np.all(np.isfinite(runs[0]))
+    assert np.array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_drape_over_sphere_and_floor_never_inside(grid, solver):
+    v, f, _ = grid(20, 20, size=1.6, plane="xy")
+    v = v - (0.8, 0.8, -1.0)
+    sphere = SphereCollider((0.0, 0.0, 0.45), 0.45)
+    floor = PlaneCollider((0, 0, 0), (0, 0, 1))
+    settings = Settings(solver=solver, collision_distance=0.004)
+    sim = Simulation(v, f, settings, colliders=[sphere, floor])
+    for _ in range(60):
+        sim.step()
+        dist = np.linalg.norm(sim.positions - sphere.center, axis=1)
+        assert dist.min() >= 0.45 + 0.004 - 1e-9
+        assert sim.positions[:, 2].min() >= 0.004 - 1e-9
+    # it rests on the ball: the middle is held up, the corners reach the floor
+    middle = np.argmin(np.linalg.norm(v[:, :2], axis=1))
+    assert sim.positions[middle, 2] > 0.85
+    assert sim.positions[:, 2].min() < 0.05
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_moving_sphere_pushes_cloth_and_never_contains_it(grid, solver):
+    v, f, index = grid(15, 15)
+    sphere = SphereCollider((0.5, -0.6, -0.5), 0.2)
+    sim = Simulation(v, f, Settings(solver=solver), pinned=index[0], colliders=[sphere])
+    for frame in range(40):
+        sphere.center = (0.5, -0.6 + 0.02 * frame, -0.5)  # 2 cm per frame through the cloth
+        sim.step()
+        dist = np.linalg.norm(sim.positions - sphere.center, axis=1)
+        assert dist.min() >= 0.2 + Settings().collision_distance - 1e-9
+    assert sim.positions[:, 1].max() > 0.1  # the cloth was pushed along +y
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_wind_blows_a_hanging_sheet_downwind(grid, solver):
+    v, f, index = grid(10, 10)
+    sim = Simulation(v, f, Settings(solver=solver, wind=(0, 5, 0)), pinned=index[0])
+    sim.step(48)
+    assert sim.positions[index[-1], 1].mean() > 0.1
+    calm = Simulation(v, f, Settings(solver=solver), pinned=index[0])
+    calm.step(48)
+    assert np.abs(calm.positions[:, 1]).max() < 1e-9
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_air_drag_gives_a_terminal_velocity(grid, solver):
+    # a flat sheet falling face-down: terminal speed = density * g / air_drag
+    v, f, _ = grid(6, 6, plane="xy")
+    settings = Settings(solver=solver, density=0.2, air_drag=2.0, damping=0.0)
+    sim = Simulation(v, f, settings)
+    sim.step(48)
+    before = sim.positions[:, 2].mean()
+    sim.step(1)
+    speed = (before - sim.positions[:, 2].mean()) / settings.dt
+    assert speed == pytest.approx(0.2 * 9.81 / 2.0, rel=0.02)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_huge_time_step_does_not_explode(grid, solver):
+    v, f, index = grid(12, 12)
+    sim = Simulation(v, f, Settings(solver=solver, dt=0.2), pinned=index[0],
+                     colliders=[PlaneCollider((0, 0, -0.8))])
+    sim.step(50)
+    assert np.all(np.isfinite(sim.positions))
+    assert np.abs(sim.positions).max() < 3.0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_state_round_trip_and_transfer(grid, solver):
+    v, f, index = grid(8, 8)
+    settings = Settings(solver=solver)
+    sim = Simulation(v, f, settings, pinned=index[0])
+    sim.step(10)
+    saved = sim.state
+    sim.step(10)
+    expected = sim.positions.copy()
+    other = Simulation(v, f, settings, pinned=index[0])
+    other.state = saved
+    other.step(10)
+    np.testing.assert_array_equal(other.positions, expected)
+    sim.reset()
+    np.testing.assert_array_equal(sim.positions, v)
+    with pytest.raises(ValueError):
+        sim.positions[0, 0] = 1.0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_moving_pins_carry_the_cloth(grid, solver):
+    v, f, index = grid(8, 8)
+    sim = Simulation(v, f, Settings(solver=solver), pinned=index[0])
+    for frame in range(1, 21):
+        sim.move_pins(v[index[0]] + (0.02 * frame, 0, 0))
+        sim.step()
+    np.testing.assert_allclose(sim.positions[index[0]], v[index[0]] + (0.4, 0, 0))
+    assert sim.positions[index[-1], 0].mean() > v[index[-1], 0].mean() + 0.2
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_tearing_breaks_springs_for_good(grid, solver):
+    v, f, index = grid(12, 12)
+    pins = np.concatenate([index[0], index[-1]])
+    settings = Settings(solver=solver, tear_factor=1.3)
+    sim = Simulation(v, f, settings, pinned=pins)
+    assert not sim.torn.any()
+    for frame in range(1, 31):  # pull top and bottom rows apart, 3 cm per frame each
+        pull = (0, 0, 0.03 * frame)
+        sim.move_pins(np.concatenate([v[index[0]] + pull, v[index[-1]] - pull]))
+        before = sim.torn
+        sim.step()
+        assert np.all(sim.torn[before])  # torn springs stay torn
+    assert sim.torn.sum() > 10
+    assert np.all(np.isfinite(sim.positions))
+    # the two halves have separated: the gap is much wider than the rest spacing
+    z = np.sort(sim.positions[:, 2])
+    assert np.diff(z).max() > 0.3
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_isolated_torn_particle_falls_freely(solver):
+    v = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (5, 5, 5)]  # vertex 3 belongs to no face
+    sim = Simulation(v, [(0, 1, 2)], quiet(solver=solver), pinned=[0, 1, 2])
+    sim.step(10)
+    h = Settings().dt
+    assert sim.positions[3, 2] == pytest.approx(5 - 9.81 * h * h * 55)
+
+
+def test_rope_hangs_at_its_length():
+    v = np.stack([np.linspace(0, 1, 11), np.zeros(11), np.zeros(11)], axis=1)
+    edges = np.stack([np.arange(10), np.arange(1, 11)], axis=1)
+    sim = Simulation(v, [], Settings(solver="verlet", iterations=30, damping=0.05), pinned=[0], edges=edges)
+    sim.step(200)
+    assert sim.positions[-1, 2] == pytest.approx(-1.0, abs=0.03)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"solver": "euler"}, "solver"),
+        ({"dt": 0.0}, "dt"),
+        ({"dt": -1.0}, "dt"),
+        ({"iterations": -1}, "iterations"),
+        ({"iterations": 0}, "iterations"),
+        ({"substeps": -2}, "substeps"),
+        ({"substeps": 1.5}, "substeps"),
+        ({"density": -1.0}, "density"),
+        ({"stretch_stiffness": -5.0}, "stretch_stiffness"),
+        ({"bend_stiffness": float("nan")}, "bend_stiffness"),
+        ({"damping": 1.0}, "damping"),
+        ({"gravity": (0, 0)}, "gravity"),
+        ({"wind": (0, 0, float("inf"))}, "wind"),
+        ({"tear_factor": 0.9}, "tear_factor"),
+        ({"stretch_stiffness": float("inf")}, "stretch_stiffness"),  # the implicit default solver
+    ],
+)
+def test_invalid_settings_name_the_field(changes, field):
+    with pytest.raises(ValueError, match=field):
+        Settings(**changes)
+
+
+def test_rigid_constraints_allowed_for_verlet(grid):
+    v, f, index = grid(6, 6)
+    sim = Simulation(v, f, Settings(solver="verlet", stretch_stiffness=float("inf")), pinned=index[0])
+    sim.step(5)
+    assert np.all(np.isfinite(sim.positions))
+
+
+def test_bad_step_and_state_arguments(grid):
+    v, f, _ = grid(4, 4)
+    sim = Simulation(v, f, Settings(solver="verlet"))
+    with pytest.raises(ValueError, match="frames"):
+        sim.step(-1)
+    with pytest.raises(ValueError, match="pin targets"):
+        sim.move_pins(np.zeros((3, 3)))
+    bad = sim.state
+    bad.positions[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        sim.state = bad
