@@ -1,0 +1,36 @@
+"""Run in a fresh process: install a built zip with Blender's installer and use the add-on from it.
+
+    python install_check.py <zip>     (with BLENDER_USER_RESOURCES pointing to a temporary folder)
+Prints the installed module's name and "OK" when the cloth fell.
+"""
+
+import importlib
+import sys
+
+import bpy
+import numpy as np
+
+
+def main(zip_path: str) -> None:
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    result = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default",
+                                                      enable_on_install=True)
+    assert result == {"FINISHED"}, result
+    module = importlib.import_module("bl_ext.user_default.cloth_addon")
+    assert "cloth_addon" not in sys.modules, "the repository's package must not be importable here"
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=5, y_subdivisions=5, location=(0.0, 0.0, 1.0))
+    obj = bpy.context.active_object
+    assert bpy.ops.cloth_addon.make_cloth() == {"FINISHED"}
+    assert type(obj.cloth_addon).__module__.startswith("bl_ext.user_default.cloth_addon.")
+    for frame in range(2, 6):
+        bpy.context.scene.frame_set(frame)
+    block = obj.data.shape_keys.key_blocks["ClothSim"]
+    z = np.empty(len(block.data) * 3, dtype=np.float32)
+    block.data.foreach_get("co", z)
+    assert z[2::3].max() < -0.05, z[2::3]
+    print(module.__name__)
+    print("OK")
+
+
+if __name__ == "__main__":
+    main(sys.argv[-1])

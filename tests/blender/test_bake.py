@@ -1,0 +1,137 @@
+"""Bakes: shape keys with 0 -> 1 -> 0 keyframes, PC2 + Mesh Cache, and freeing them exactly."""
+
+import os
+
+import bpy
+import numpy as np
+import pytest
+from conftest import evaluated_local, make_cloth, make_grid, pin, play, raw_key, select_only
+
+from cloth_addon.blender import bake, mesh_io
+
+FIRST, LAST = 1, 8
+
+
+@pytest.fixture
+def cloth(scene):
+    obj = make_grid(cuts=6)
+    pin(obj, [0, 5])
+    make_cloth(obj, frame_start=FIRST, frame_end=LAST)
+    return obj
+
+
+def live_frames(scene, obj):
+    """Evaluated local positions of every frame, played live."""
+    frames = {}
+    for frame in range(FIRST, LAST + 1):
+        scene.frame_set(frame)
+        frames[frame] = evaluated_local(obj)
+    return frames
+
+
+def snapshot(obj):
+    """Everything a bake may touch, to compare before and after."""
+    keys = obj.data.shape_keys
+    anim = keys.animation_data if keys else None
+    return {"keys": [(b.name, b.value, b.mute, raw_key(b).tobytes()) for b in keys.key_blocks] if keys else None,
+            "action": anim.action.name if anim and anim.action else None,
+            "anim_data": anim is not None,
+            "actions": sorted(a.name for a in bpy.data.actions),
+            "modifiers": [(m.name, m.type) for m in obj.modifiers],
+            "shape": evaluated_local(obj).tobytes()}
+
+
+def keyframes(obj, name):
+    fcurves = bake._existing_fcurves(obj.data.shape_keys)
+    curve = fcurves.find(f'key_blocks["{name}"].value', index=0)
+    points = np.empty(len(curve.keyframe_points) * 2, dtype=np.float32)
+    curve.keyframe_points.foreach_get("co", points)
+    return points.reshape(-1, 2), [p.interpolation for p in curve.keyframe_points]
+
+
+def test_bake_to_shape_keys_matches_live_playback(scene, cloth):
+    live = live_frames(scene, cloth)
+    scene.frame_set(3)
+    basis = raw_key(cloth.data.shape_keys.reference_key)
+    assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
+    assert scene.frame_current == 3
+    names = [b.name for b in cloth.data.shape_keys.key_blocks if b.name.startswith(bake.BAKE_KEY_PREFIX)]
+    assert names == [f"{bake.BAKE_KEY_PREFIX}.{f:04d}" for f in range(FIRST, LAST + 1)]
+    for frame, name in zip(range(FIRST, LAST + 1), names, strict=True):
+        points, interpolation = keyframes(cloth, name)
+        assert points.tolist() == [[frame - 1, 0.0], [frame, 1.0], [frame + 1, 0.0]]
+        assert interpolation == ["LINEAR"] * 3
+    for frame in (LAST, FIRST, 5, 2):  # out of order: the bake does not depend on playback
+        scene.frame_set(frame)
+        assert np.array_equal(evaluated_local(cloth), live[frame]), frame
+    assert np.array_equal(raw_key(cloth.data.shape_keys.reference_key), basis)
+
+
+def test_bake_to_pc2_plays_the_same_positions(scene, cloth, tmp_path):
+    cloth.cloth_addon.bake_target = "PC2"
+    cloth.cloth_addon.cache_directory = str(tmp_path)
+    live = live_frames(scene, cloth)
+    assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
+    path = tmp_path / "Cloth.pc2"
+    samples = bake.read_pc2(str(path))
+    assert samples.shape == (LAST - FIRST + 1, len(cloth.data.vertices), 3)
+    modifier = cloth.modifiers[0]
+    assert modifier.type == "MESH_CACHE" and modifier.cache_format == "PC2"
+    for frame in (LAST, FIRST, 4):
+        scene.frame_set(frame)
+        assert np.array_equal(evaluated_local(cloth), live[frame]), frame
+        assert np.array_equal(samples[frame - FIRST], live[frame].astype(np.float32))
+
+
+@pytest.mark.parametrize("target", ["SHAPE_KEYS", "PC2"])
+def test_free_bake_restores_the_object_exactly(scene, cloth, tmp_path, target):
+    cloth.cloth_addon.bake_target = target
+    cloth.cloth_addon.cache_directory = str(tmp_path)
+    play(scene, 4)
+    before = snapshot(cloth)
+    assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
+    assert cloth.cloth_addon.is_baked
+    assert bpy.ops.cloth_addon.free_bake() == {"FINISHED"}
+    assert snapshot(cloth) == before
+    assert not cloth.cloth_addon.is_baked
+    assert os.listdir(tmp_path) == []
+
+
+def test_free_bake_keeps_the_users_own_shape_key_animation(scene, cloth):
+    smile = cloth.shape_key_add(name="Smile", from_mix=False)
+    smile.value = 0.25
+    smile.keyframe_insert("value", frame=1)
+    before = snapshot(cloth)
+    assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
+    assert cloth.data.shape_keys.animation_data.action.name == before["action"]
+    assert bpy.ops.cloth_addon.free_bake() == {"FINISHED"}
+    assert snapshot(cloth) == before
+    assert keyframes(cloth, "Smile")[0].tolist() == [[1.0, 0.25]]
+
+
+def test_cancelled_bake_leaves_the_object_as_before(scene, cloth):
+    play(scene, 2)
+    before = snapshot(cloth)
+    baker = bake.Baker(bpy.context, [cloth])
+    for _ in range(4):
+        baker.step()
+    baker.cancel()
+    assert scene.frame_current == 2
+    assert snapshot(cloth) == before
+
+
+def test_baked_file_reloads_and_frees(scene, cloth, tmp_path):
+    live = live_frames(scene, cloth)
+    assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
+    path = str(tmp_path / "baked.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Cloth"]
+    bpy.context.scene.frame_set(6)
+    assert np.array_equal(evaluated_local(obj), live[6])
+    select_only(obj)
+    assert bpy.ops.cloth_addon.free_bake() == {"FINISHED"}
+    assert not any(b.name.startswith(bake.BAKE_KEY_PREFIX) for b in obj.data.shape_keys.key_blocks)
+    play(bpy.context.scene, 8, first=1)  # the live simulation is rebuilt after the load
+    assert np.allclose(evaluated_local(obj), live[8], atol=1e-6)
+    assert mesh_io.sim_key(obj).mute is False
