@@ -33,7 +33,8 @@ def snapshot(obj):
     """Everything a bake may touch, to compare before and after."""
     keys = obj.data.shape_keys
     anim = keys.animation_data if keys else None
-    return {"keys": [(b.name, b.value, b.mute, raw_key(b).tobytes()) for b in keys.key_blocks] if keys else None,
+    blocks = keys.key_blocks if keys else ()
+    return {"keys": [(b.name, b.value, b.mute, raw_key(b).tobytes()) for b in blocks],
             "action": anim.action.name if anim and anim.action else None,
             "anim_data": anim is not None,
             "actions": sorted(a.name for a in bpy.data.actions),
