@@ -131,6 +131,10 @@ def test_seed_demo_reproduced():
     np.testing.assert_allclose(ours.max(axis=0), expected.max(axis=0), atol=0.1)
     np.testing.assert_allclose(ours.mean(axis=0), expected.mean(axis=0), atol=0.05)
     i, j = sim.model.spring_indices.T
-    for p in (ours, expected):  # a few springs straddle the ball; the rest keep their length
+    stretched = []
+    for p in (ours, expected):  # springs that straddle the ball stretch; most keep their length
         strain = np.linalg.norm(p[i] - p[j], axis=1) / sim.model.spring_rest_length - 1
-        assert np.percentile(strain, 95) < 0.05
+        assert np.median(np.abs(strain)) < 0.03
+        stretched.append(np.mean(strain > 0.05))
+    # inverse-mass weighting lets a pin's partner move all the way, so ours stretches less
+    assert 0.5 * stretched[1] < stretched[0] <= stretched[1]
