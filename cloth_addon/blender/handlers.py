@@ -9,13 +9,15 @@ from . import session
 
 
 def cloth_objects(scene):
-    return [obj for obj in scene.objects
-            if obj.type == "MESH" and obj.cloth_addon.enabled and not obj.cloth_addon.is_baked]
+    # In Edit Mode the mesh lives in an edit copy that would overwrite what we write on exit.
+    return [obj for obj in scene.objects if obj.type == "MESH" and obj.cloth_addon.enabled
+            and not obj.cloth_addon.is_baked and obj.mode != "EDIT"]
 
 
 @persistent
 def cloth_addon_frame_change(scene, depsgraph=None):
     """Step or serve each live cloth object for the new frame; errors go to the panel, not up."""
+    session.forget_all_but({obj.session_uid for obj in scene.objects})
     for obj in cloth_objects(scene):
         try:
             session.update_object(obj, scene, depsgraph)

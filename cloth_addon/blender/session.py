@@ -135,6 +135,12 @@ def discard(uid: int) -> None:
     errors.pop(uid, None)
 
 
+def forget_all_but(uids: set[int]) -> None:
+    """Drop the simulations of objects that were deleted (their frames can be large)."""
+    for uid in [uid for uid in _sessions if uid not in uids]:
+        discard(uid)
+
+
 def clear() -> None:
     _sessions.clear()
     errors.clear()

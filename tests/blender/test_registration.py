@@ -4,7 +4,7 @@ import bpy
 import pytest
 from conftest import make_cloth, make_grid, select_only
 
-from cloth_addon.blender import handlers, presets
+from cloth_addon.blender import handlers, presets, session
 
 
 def _handler_count():
@@ -82,3 +82,29 @@ def test_pc2_bake_of_unsaved_file_without_folder_is_refused(scene):
     grid = make_cloth(make_grid(), bake_target="PC2")
     _cancelled_with("save the .blend file", bpy.ops.cloth_addon.bake)
     assert not grid.cloth_addon.is_baked and len(grid.modifiers) == 0
+
+
+def test_settings_reach_the_core(scene):
+    bpy.ops.object.effector_add(type="WIND")  # field Z = world +Z
+    bpy.context.active_object.field.strength = 2.0
+    props = make_grid().cloth_addon
+    props.solver, props.use_tearing, props.tear_factor = "VERLET", True, 1.7
+    props.use_self_collision, props.self_distance, props.wind = True, 0.02, (1.0, 0.0, 0.0)
+    scene.render.fps = 30
+    settings = session.settings_from(props, scene)
+    assert settings.solver == "verlet" and settings.tear_factor == pytest.approx(1.7)
+    assert settings.dt == pytest.approx(1 / 30) and settings.gravity == pytest.approx((0, 0, -9.81))
+    assert settings.self_collision and settings.collision_distance == pytest.approx(0.02)
+    assert settings.wind == pytest.approx((1.0, 0.0, 2.0))
+    props.use_tearing = False
+    assert session.settings_from(props, scene).tear_factor is None
+
+
+def test_deleted_objects_are_forgotten(scene):
+    obj = make_cloth(make_grid())
+    scene.frame_set(3)
+    uid = obj.session_uid
+    assert uid in session._sessions
+    bpy.data.objects.remove(obj)
+    scene.frame_set(4)
+    assert uid not in session._sessions
