@@ -57,7 +57,7 @@ def select_only(obj):
     bpy.context.view_layer.objects.active = obj
 
 
-def make_cloth(obj, solver="VERLET", **settings):
+def make_cloth(obj, solver="FAST_MASS_SPRING", **settings):
     select_only(obj)
     obj.cloth_addon.solver = solver
     for field, value in settings.items():
