@@ -43,10 +43,11 @@ def collider(obj, colour):
     return obj
 
 
-def cloth(obj, colour, **settings):
+def cloth(obj, colour, preset, **settings):
     obj.data.materials.append(material(obj.name, colour, roughness=0.9))
     bpy.ops.object.shade_smooth()
     select_only(obj)
+    bpy.ops.cloth_addon.apply_preset(preset=preset)
     for field, value in settings.items():
         setattr(obj.cloth_addon, field, value)
     result = bpy.ops.cloth_addon.make_cloth()
@@ -69,7 +70,7 @@ def build_scene(solver: str):
                                     location=(-1.0, 0.0, 1.25))
     drape = bpy.context.active_object
     drape.name = "Drape"
-    cloth(drape, (0.2, 0.4, 0.8), solver=solver, bake_target="SHAPE_KEYS")
+    cloth(drape, (0.2, 0.4, 0.8), "COTTON", solver=solver, bake_target="SHAPE_KEYS", air_drag=0.3)
 
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=24, y_subdivisions=24, size=1.6,
                                     location=(1.1, 0.0, 1.25), rotation=(math.pi / 2, 0.0, 0.0))
@@ -79,7 +80,7 @@ def build_scene(solver: str):
     top = max(v.co.y for v in mesh.vertices)
     pins = curtain.vertex_groups.new(name="Pins")
     pins.add([v.index for v in mesh.vertices if v.co.y > top - 1e-6], 1.0, "REPLACE")
-    cloth(curtain, (0.85, 0.75, 0.3), solver=solver, pin_group="Pins", bake_target="PC2")
+    cloth(curtain, (0.85, 0.75, 0.3), "DENIM", solver=solver, pin_group="Pins", bake_target="PC2")
     # A Wind field's strength acts along its Z axis; turned to blow along +Y, through the curtain.
     bpy.ops.object.effector_add(type="WIND", location=(1.1, -1.5, 1.0), rotation=(-math.pi / 2, 0.0, 0.0))
     bpy.context.active_object.field.strength = 1.5
