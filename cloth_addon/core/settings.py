@@ -69,7 +69,7 @@ class Settings:
     linear_density: float = 0.02
     stretch_stiffness: float = 5000.0
     shear_stiffness: float = 500.0
-    bend_stiffness: float = 50.0
+    bend_stiffness: float = 5.0
     damping: float = 0.01
     air_drag: float = 1.0
     wind: tuple = (0.0, 0.0, 0.0)

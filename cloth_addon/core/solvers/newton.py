@@ -1,0 +1,84 @@
+"""Newton's method on the implicit Euler objective (REFERENCE.md section 4), for validation.
+
+Minimises the same g(x) = 1/2 (x - y)^T M (x - y) + h^2 E(x) as the fast solver. One
+iteration builds the sparse 3f x 3f Hessian M + h^2 sum_i H_i with the spring blocks
+    H_i = k (n n^T + max(0, 1 - r/l) (I - n n^T))
+(the clamp drops the negative curvature of compressed springs, keeping it positive
+definite), factors it, solves for the step and backtracks until g decreases (Armijo).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .factor import factorize
+from .fast_mass_spring import FastMassSpringSolver
+
+
+class NewtonSolver(FastMassSpringSolver):
+    """Same prediction, pins and tearing as the fast solver; a different minimiser."""
+
+    def objective(self, x, y) -> float:
+        """g(x), J: inertia plus h^2 times the spring energy of the active springs."""
+        inertia = 0.5 * float(np.sum(self.model.mass[:, None] * (x - y) ** 2))
+        return inertia + self.h * self.h * self.model.energy(x, self.active)
+
+    def gradient(self, x, y) -> np.ndarray:
+        """(f, 3) dg/dx over the free particles."""
+        grad = self.model.mass[:, None] * (x - y) - self.h * self.h * self.model.spring_forces(x, self.active)
+        return grad[self.free]
+
+    def hessian(self, x) -> sp.csc_matrix:
+        """(3f, 3f) M + h^2 * (clamped spring Hessian) over the free particles."""
+        i, j = self.model.spring_indices.T
+        delta = x[i] - x[j]
+        length = np.maximum(np.linalg.norm(delta, axis=1), 1e-12)
+        n = delta / length[:, None]
+        k = np.where(self.active, self.model.spring_stiffness, 0.0)
+        outer = n[:, :, None] * n[:, None, :]
+        soft = np.maximum(0.0, 1.0 - self.rest / length)
+        block = k[:, None, None] * (outer + soft[:, None, None] * (np.eye(3) - outer))
+        fi, fj = self.free_index[i], self.free_index[j]
+        rows, cols, vals = [], [], []
+        for a, b, sign in ((fi, fi, 1.0), (fj, fj, 1.0), (fi, fj, -1.0), (fj, fi, -1.0)):
+            keep = (a >= 0) & (b >= 0)
+            r = 3 * a[keep, None, None] + np.arange(3)[None, :, None]
+            c = 3 * b[keep, None, None] + np.arange(3)[None, None, :]
+            rows.append(np.broadcast_to(r, (int(keep.sum()), 3, 3)).ravel())
+            cols.append(np.broadcast_to(c, (int(keep.sum()), 3, 3)).ravel())
+            vals.append((sign * block[keep]).ravel())
+        size = 3 * len(self.free)
+        h2 = self.h * self.h
+        springs = sp.csc_matrix((h2 * np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                shape=(size, size))
+        return sp.diags(np.repeat(self.model.mass[self.free], 3)).tocsc() + springs
+
+    def advance(self, positions, previous, accel, h, pin_targets, iterations=None, callback=None,
+                tolerance=0.0):
+        """Newton iterations from x = y; stops early when |grad| <= tolerance * |grad_0|."""
+        iterations = self.iterations if iterations is None else iterations
+        y = self.predict(positions, previous, accel, h, pin_targets)
+        x = y.copy()
+        if callback is not None:
+            callback(0, x)
+        free = self.free
+        g0 = None
+        for k in range(1, iterations + 1):
+            grad = self.gradient(x, y)
+            norm = np.linalg.norm(grad)
+            g0 = norm if g0 is None else g0
+            if norm == 0.0 or norm <= tolerance * g0:
+                break
+            step = factorize(self.hessian(x))(-grad.reshape(-1, 1)).reshape(-1, 3)
+            current = self.objective(x, y)
+            slope = float(np.sum(grad * step))
+            alpha = 1.0
+            trial = x.copy()
+            for _ in range(30):
+                trial[free] = x[free] + alpha * step
+                if self.objective(trial, y) <= current + 1e-4 * alpha * slope:
+                    break
+                alpha *= 0.5
+            x = trial
+            if callback is not None:
+                callback(k, x)
+        return x
