@@ -136,3 +136,10 @@ def test_baked_file_reloads_and_frees(scene, cloth, tmp_path):
     play(bpy.context.scene, 8, first=1)  # the live simulation is rebuilt after the load
     assert np.allclose(evaluated_local(obj), live[8], atol=1e-6)
     assert mesh_io.sim_key(obj).mute is False
+
+
+def test_invoked_bake_runs_synchronously_in_background(scene, cloth):
+    assert bpy.app.background
+    assert bpy.ops.cloth_addon.bake("INVOKE_DEFAULT") == {"FINISHED"}
+    assert cloth.cloth_addon.is_baked
+    assert len([b for b in cloth.data.shape_keys.key_blocks if b.name.startswith(bake.BAKE_KEY_PREFIX)]) == LAST
