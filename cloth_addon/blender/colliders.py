@@ -108,6 +108,24 @@ def clear():
     _mesh_colliders.clear()
 
 
+def scene_signature(scene, depsgraph, exclude_uid: int) -> tuple:
+    """What colliders and wind fields look like now (transforms and settings), to detect changes.
+
+    A collider that deforms without moving (an armature, say) is not seen; Reset rebuilds then.
+    """
+    parts = []
+    for obj in scene.objects:
+        if obj.session_uid == exclude_uid:
+            continue
+        if is_collider(obj) or (obj.field is not None and obj.field.type == "WIND"):
+            matrix = obj.evaluated_get(depsgraph).matrix_world
+            settings = (obj.collision.thickness_outer, obj.collision.cloth_friction) if is_collider(obj) \
+                else (obj.field.strength,)
+            parts.append((obj.name, obj.visible_get(), tuple(matrix.col[3]) + tuple(matrix.col[2]),
+                          tuple(matrix.col[0]) + tuple(matrix.col[1]), settings))
+    return tuple(parts)
+
+
 def scene_wind(scene) -> np.ndarray:
     """(3,) m/s: the sum of visible Wind fields, each its strength along its object's Z axis."""
     wind = np.zeros(3)

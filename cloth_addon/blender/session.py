@@ -62,6 +62,8 @@ class ClothSession:
         self.last_frame = self.frame_start
         self.last_targets = rest_world
         self.uid = obj.session_uid
+        # What the cached frames were computed from; see update_object.
+        self.inputs = None
 
     def targets(self, matrix: np.ndarray) -> np.ndarray:
         """(n, 3) world positions of the rest shape carried by the object's current transform."""
@@ -157,6 +159,11 @@ def update_object(obj, scene, depsgraph) -> None:
     frame = scene.frame_current
     matrix = world_matrix(obj, depsgraph)
     if frame <= live.frame_start:
-        live.reset(matrix)
+        # Back at the start, keep the computed frames (a replay is free) unless the object or the
+        # colliders and wind fields moved since; setting edits drop the whole session anyway.
+        inputs = (matrix.tobytes(), colliders.scene_signature(scene, depsgraph, live.uid))
+        if inputs != live.inputs:
+            live.reset(matrix)
+            live.inputs = inputs
     world = live.positions_at(frame, obj, scene, depsgraph)
     mesh_io.write_key(block, mesh_io.to_local(matrix, world))

@@ -182,3 +182,20 @@ def test_remove_cloth_restores_the_original_exactly(scene):
     assert np.array_equal(evaluated_local(obj).astype(np.float32).ravel(), before)
     play(scene, 8)
     assert np.array_equal(evaluated_local(obj).astype(np.float32).ravel(), before)
+
+
+def test_replay_uses_the_cache_until_a_collider_moves(scene):
+    ball = _collider("sphere")
+    obj = make_cloth(make_grid(cuts=8, size=1.2, location=(0, 0, 0.8)))
+    play(scene, 10)
+    first = evaluated_local(obj)
+    live = session._sessions[obj.session_uid]
+    scene.frame_set(1)
+    play(scene, 10)
+    assert session._sessions[obj.session_uid] is live and live.last_frame == 10
+    assert np.array_equal(evaluated_local(obj), first)
+    scene.frame_set(1)
+    ball.location.x = 0.4  # the scene changed: back at the start, the simulation starts over
+    scene.frame_set(1)
+    play(scene, 10)
+    assert not np.allclose(evaluated_local(obj), first, atol=1e-3)
