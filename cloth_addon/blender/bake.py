@@ -117,6 +117,7 @@ class Baker:
         self.records = {}
         self.samples = {}
         for obj in objects:
+            session.errors.pop(obj.session_uid, None)  # only errors of this bake's frames count
             if obj.cloth_addon.is_baked:
                 raise BakeError(f"{obj.name} is already baked; free the bake first")
             if mesh_io.sim_key(obj) is None:

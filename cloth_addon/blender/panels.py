@@ -2,7 +2,7 @@
 
 import bpy
 
-from . import session
+from . import presets, session
 
 SUPPORTED_COLLIDERS = "Colliders: Collision objects shaped as a sphere or a plane (infinite)"
 
@@ -13,8 +13,8 @@ class CLOTH_ADDON_MT_presets(bpy.types.Menu):
 
     def draw(self, context):
         layout = self.layout
-        for item in bpy.types.CLOTH_ADDON_OT_apply_preset.bl_rna.properties["preset"].enum_items:
-            layout.operator("cloth_addon.apply_preset", text=item.name).preset = item.identifier
+        for identifier, name, _ in presets.PRESET_ITEMS:
+            layout.operator("cloth_addon.apply_preset", text=name).preset = identifier
 
 
 class PhysicsPanel:

@@ -1,0 +1,98 @@
+"""Panel draw code, run against a recording layout that checks every property, operator and icon.
+
+Background Blender has no UI to draw into, so this is how the panels' code paths get exercised.
+"""
+
+import bpy
+import pytest
+from conftest import make_cloth, make_grid
+
+from cloth_addon.blender import panels, session
+
+ICONS = set(bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys())
+
+
+class RecordingLayout:
+    """Stands in for bpy.types.UILayout: checks what is drawn and records it."""
+
+    def __init__(self, log):
+        self.log = log
+        self.enabled = self.active = True
+        self.use_property_split = self.use_property_decorate = False
+
+    def _check_icon(self, icon):
+        assert icon in ICONS, icon
+
+    def row(self, **_):
+        return RecordingLayout(self.log)
+
+    column = row
+
+    def prop(self, data, name, text=None, icon="NONE", **_):
+        assert name in data.bl_rna.properties, name
+        self._check_icon(icon)
+        self.log.append(("prop", name))
+
+    def prop_search(self, data, name, search_data, search_name, text=None, **_):
+        assert name in data.bl_rna.properties and search_name in search_data.bl_rna.properties
+        self.log.append(("prop_search", name, search_name))
+
+    def operator(self, idname, text=None, icon="NONE", **_):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name), idname
+        self._check_icon(icon)
+        self.log.append(("operator", idname))
+        return type("OperatorProperties", (), {})()
+
+    def menu(self, idname, text=None, icon="NONE", **_):
+        assert hasattr(bpy.types, idname), idname
+        self._check_icon(icon)
+        self.log.append(("menu", idname))
+
+    def label(self, text="", icon="NONE", **_):
+        self._check_icon(icon)
+        self.log.append(("label", text))
+
+
+class FakePanel:
+    """`self` for a panel's methods: bpy panels cannot be instantiated outside a UI redraw."""
+
+    def __init__(self, panel_class, layout):
+        self.panel_class, self.layout = panel_class, layout
+
+    def __getattr__(self, name):
+        value = getattr(self.panel_class, name)
+        return value.__get__(self) if callable(value) and not isinstance(value, type) else value
+
+
+def draw(panel_class, method="draw"):
+    log = []
+    getattr(panel_class, method)(FakePanel(panel_class, RecordingLayout(log)), bpy.context)
+    return log
+
+
+@pytest.mark.parametrize("baked", [False, True])
+def test_every_panel_draws_real_properties_and_operators(scene, baked):
+    obj = make_grid()
+    assert draw(panels.CLOTH_ADDON_PT_cloth) == [("operator", "cloth_addon.make_cloth")]
+    make_cloth(obj)
+    if baked:
+        bpy.ops.cloth_addon.bake()
+    session.errors[obj.session_uid] = "something went wrong"
+    drawn = []
+    for cls in panels.CLASSES:
+        if issubclass(cls, bpy.types.Panel):
+            assert cls.poll(bpy.context)
+            drawn += draw(cls)
+            if hasattr(cls, "draw_header"):
+                drawn += draw(cls, "draw_header")
+    drawn += draw(panels.CLOTH_ADDON_PT_cloth, "draw_header_preset")
+    drawn += draw(panels.CLOTH_ADDON_MT_presets)
+    props = {entry[1] for entry in drawn if entry[0] in ("prop", "prop_search")}
+    assert props >= {"solver", "iterations", "substeps", "density", "stretch_stiffness", "pin_group",
+                     "collision_distance", "use_self_collision", "use_tearing", "wind", "frame_start",
+                     "bake_target"}
+    assert ("operator", "cloth_addon.free_bake" if baked else "cloth_addon.bake") in drawn
+    assert ("label", "something went wrong") in drawn
+    assert ("label", panels.SUPPORTED_COLLIDERS) in drawn
+    assert sum(entry == ("operator", "cloth_addon.apply_preset") for entry in drawn) == 5
