@@ -32,3 +32,7 @@ def test_built_zip_installs_and_make_cloth_runs_from_bl_ext(tmp_path):
     lines = result.stdout.split()
     assert lines[-2:] == ["bl_ext.user_default.cloth_addon", "OK"]
     assert (tmp_path / "user" / "extensions" / "user_default" / "cloth_addon" / "core").is_dir()
+    # Blender unpacked the bundled wheels for this Python into the extensions' site-packages.
+    python = "python{}.{}".format(*sys.version_info[:2])
+    site = tmp_path / "user" / "extensions" / ".local" / "lib" / python / "site-packages"
+    assert {"scipy", "cholespy"} <= {p.name for p in site.iterdir()}
