@@ -33,8 +33,16 @@ def cloth_addon_load_post(*_args):
     session.clear()
 
 
+@persistent
+def cloth_addon_undo_post(*_args):
+    """Undo/redo can restore settings without calling their update callbacks: start over."""
+    session.clear()
+
+
 HANDLERS = ((bpy.app.handlers.frame_change_post, cloth_addon_frame_change),
-            (bpy.app.handlers.load_post, cloth_addon_load_post))
+            (bpy.app.handlers.load_post, cloth_addon_load_post),
+            (bpy.app.handlers.undo_post, cloth_addon_undo_post),
+            (bpy.app.handlers.redo_post, cloth_addon_undo_post))
 
 
 def _remove(handler_list, function):

@@ -34,7 +34,7 @@ def test_pinned_grid_falls_pins_stay_and_basis_is_untouched(scene, solver):
     assert np.all(live[[0, 7]] == np.float32(rest[[0, 7]]))
     free = np.setdiff1d(np.arange(len(rest)), [0, 7])
     drop = rest[free, 2] - live[free, 2]
-    assert np.all(drop > 0.01) and drop.max() > 0.2, "every free vertex fell"
+    assert np.all(drop > 1e-3) and drop.max() > 0.2, "every free vertex fell"
     assert np.array_equal(raw_key(obj.data.shape_keys.reference_key), basis)
     assert np.array_equal(raw_vertices(obj.data), before_vertices)
     sim_key = mesh_io.sim_key(obj)

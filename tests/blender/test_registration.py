@@ -8,8 +8,11 @@ from cloth_addon.blender import handlers, presets, session
 
 
 def _handler_count():
-    return sum(getattr(h, "__name__", "") == handlers.cloth_addon_frame_change.__name__
-               for h in bpy.app.handlers.frame_change_post)
+    """How many of the add-on's handlers are installed; each must be there once."""
+    counts = {sum(getattr(h, "__name__", "") == function.__name__ for h in handler_list)
+              for handler_list, function in handlers.HANDLERS}
+    assert len(counts) == 1, counts
+    return counts.pop()
 
 
 def test_register_unregister_twice_leaves_one_handler(addon):
