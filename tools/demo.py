@@ -80,10 +80,10 @@ def build_scene(solver: str):
     top = max(v.co.y for v in mesh.vertices)
     pins = curtain.vertex_groups.new(name="Pins")
     pins.add([v.index for v in mesh.vertices if v.co.y > top - 1e-6], 1.0, "REPLACE")
-    cloth(curtain, (0.85, 0.75, 0.3), "DENIM", solver=solver, pin_group="Pins", bake_target="PC2")
+    cloth(curtain, (0.85, 0.75, 0.3), "SILK", solver=solver, pin_group="Pins", bake_target="PC2")
     # A Wind field's strength acts along its Z axis; turned to blow along +Y, through the curtain.
     bpy.ops.object.effector_add(type="WIND", location=(1.1, -1.5, 1.0), rotation=(-math.pi / 2, 0.0, 0.0))
-    bpy.context.active_object.field.strength = 1.5
+    bpy.context.active_object.field.strength = 0.6
 
     bpy.ops.object.camera_add(location=(0.0, -7.5, 2.4), rotation=(math.radians(81), 0.0, 0.0))
     scene.camera = bpy.context.active_object
