@@ -117,26 +117,27 @@ class CLOTH_ADDON_PT_collisions(ClothSubPanel, bpy.types.Panel):
             layout.label(text="Ignored (not a sphere or plane): " + ", ".join(missing), icon="ERROR")
 
 
-class CLOTH_ADDON_PT_self_collision(ClothSubPanel, bpy.types.Panel):
+class ToggledSubPanel(ClothSubPanel):
+    """A sub-panel whose header checkbox (`toggle`) switches its one `setting` on and off."""
+
+    toggle = setting = ""
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.cloth_addon, self.toggle, text="")
+
+    def draw_settings(self, layout, props, obj):
+        layout.active = getattr(props, self.toggle)
+        layout.prop(props, self.setting)
+
+
+class CLOTH_ADDON_PT_self_collision(ToggledSubPanel, bpy.types.Panel):
     bl_label = "Self Collision"
-
-    def draw_header(self, context):
-        self.layout.prop(context.object.cloth_addon, "use_self_collision", text="")
-
-    def draw_settings(self, layout, props, obj):
-        layout.active = props.use_self_collision
-        layout.prop(props, "self_distance")
+    toggle, setting = "use_self_collision", "self_distance"
 
 
-class CLOTH_ADDON_PT_tearing(ClothSubPanel, bpy.types.Panel):
+class CLOTH_ADDON_PT_tearing(ToggledSubPanel, bpy.types.Panel):
     bl_label = "Tearing"
-
-    def draw_header(self, context):
-        self.layout.prop(context.object.cloth_addon, "use_tearing", text="")
-
-    def draw_settings(self, layout, props, obj):
-        layout.active = props.use_tearing
-        layout.prop(props, "tear_factor")
+    toggle, setting = "use_tearing", "tear_factor"
 
 
 class CLOTH_ADDON_PT_wind(ClothSubPanel, bpy.types.Panel):
