@@ -67,9 +67,9 @@ class Settings:
     gravity: tuple = (0.0, 0.0, -9.81)
     density: float = 0.15
     linear_density: float = 0.02
-    stretch_stiffness: float = 5000.0
-    shear_stiffness: float = 500.0
-    bend_stiffness: float = 5.0
+    stretch_stiffness: float = 500.0
+    shear_stiffness: float = 50.0
+    bend_stiffness: float = 1.0
     damping: float = 0.01
     air_drag: float = 1.0
     wind: tuple = (0.0, 0.0, 0.0)

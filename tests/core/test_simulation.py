@@ -240,3 +240,15 @@ def test_bad_step_and_state_arguments(grid):
     bad.positions[0, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         sim.state = bad
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_zero_stiffness_springs_do_nothing(grid, solver):
+    v, f, index = grid(5, 5)
+    settings = quiet(solver=solver, stretch_stiffness=0.0, shear_stiffness=0.0, bend_stiffness=0.0)
+    sim = Simulation(v, f, settings, pinned=index[0])
+    sim.step(5)
+    assert np.all(np.isfinite(sim.positions))
+    free = ~sim.model.pinned
+    h = settings.dt
+    np.testing.assert_allclose(v[free, 2] - sim.positions[free, 2], 9.81 * h * h * 15, rtol=1e-9)

@@ -1,8 +1,10 @@
 """The Verlet/Jakobsen solver against the seed's algorithm and a sequential reference."""
 
+import functools
 import itertools
 
 import numpy as np
+import pytest
 
 from cloth_addon.core import Settings, Simulation, SphereCollider
 
@@ -65,6 +67,7 @@ SPHERE = np.array([1.4, -1.5, 0.0])
 RADIUS = 0.8
 
 
+@functools.cache
 def seed_reference(frames):
     """The seed's JavaScript, ported line by line (pinned partner: the other still moves half)."""
     pos = np.array([(c * SPACING, -r * SPACING, 0.0) for r in range(ROWS) for c in range(COLS)])
@@ -106,7 +109,10 @@ def seed_reference(frames):
     return pos
 
 
-def test_seed_demo_reproduced():
+@pytest.mark.parametrize("rigid", [False, True], ids=["default-stiffness", "rigid"])
+def test_seed_demo_reproduced(rigid):
+    """The seed's Settings. At the default stiffness our relaxation is XPBD with a compliance
+    ~1% of the inverse masses here; with infinite stiffness it is the seed's projection."""
     frames = 150
     expected = seed_reference(frames)
     v = np.array([(c * SPACING, -r * SPACING, 0.0) for r in range(ROWS) for c in range(COLS)])
@@ -114,6 +120,8 @@ def test_seed_demo_reproduced():
              for r in range(ROWS - 1) for c in range(COLS - 1)]
     settings = Settings(solver="verlet", iterations=5, substeps=1, dt=0.016, damping=0.01,
                         gravity=(0, -9.8, 0), air_drag=0.0, collision_distance=0.0)
+    if rigid:
+        settings = settings.replace(stretch_stiffness=np.inf, shear_stiffness=np.inf, bend_stiffness=np.inf)
     sim = Simulation(v, faces, settings, pinned=np.arange(COLS), colliders=[SphereCollider(SPHERE, RADIUS)])
     sim.step(frames - 1)
     before = sim.positions.copy()
@@ -136,5 +144,6 @@ def test_seed_demo_reproduced():
         strain = np.linalg.norm(p[i] - p[j], axis=1) / sim.model.spring_rest_length - 1
         assert np.median(np.abs(strain)) < 0.03
         stretched.append(np.mean(strain > 0.05))
-    # inverse-mass weighting lets a pin's partner move all the way, so ours stretches less
-    assert 0.5 * stretched[1] < stretched[0] <= stretched[1]
+    # inverse-mass weighting lets a pin's partner move all the way, so rigid ours stretches
+    # less; the default compliance gives back a little of that
+    assert 0.5 * stretched[1] < stretched[0] <= stretched[1] + (0.0 if rigid else 0.03)

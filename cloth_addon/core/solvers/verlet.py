@@ -31,7 +31,8 @@ class VerletSolver:
         k = model.spring_stiffness
         with np.errstate(divide="ignore"):
             compliance = np.where(np.isinf(k), 0.0, 1.0 / (k * h * h))
-        movable = (wi + wj) > 0.0
+        # a spring between two pinned particles, or of zero stiffness, does nothing
+        movable = ((wi + wj) > 0.0) & (k > 0.0)
         one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
         colour = colour_springs(model.spring_indices, model.n_particles)
         self.colours = []

@@ -1,0 +1,137 @@
+"""The fast implicit solver (Liu et al. 2013) against Newton, dense algebra and physics."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from cloth_addon.core import Settings, Simulation
+from cloth_addon.core.scenes import paper_problem
+from cloth_addon.core.solvers.factor import BACKENDS, factorize
+from cloth_addon.core.solvers.fast_mass_spring import FastMassSpringSolver
+from cloth_addon.core.solvers.newton import NewtonSolver
+
+
+def exact_step(problem):
+    """x*: Newton on the same step, run to convergence."""
+    newton = NewtonSolver(problem.sim.model, problem.sim.settings)
+    return newton.advance(*problem.args(), iterations=50, tolerance=1e-9)
+
+
+def relative_errors(problem, exact, iterations, **kwargs):
+    """|x_k - x*| / |y - x*| for k = 0..iterations, starting at y like the paper."""
+    solver = FastMassSpringSolver(problem.sim.model, problem.sim.settings.replace(**kwargs))
+    y = solver.predict(*problem.args())
+    errors = []
+    solver.advance(*problem.args(), iterations=iterations, start_at_y=True,
+                   callback=lambda k, x: errors.append(np.linalg.norm(x - exact)))
+    return np.array(errors) / np.linalg.norm(y - exact)
+
+
+@pytest.mark.parametrize("kind", ["gentle", "violent"])
+def test_many_iterations_reach_newtons_minimiser(kind):
+    problem = paper_problem(kind, n=15)
+    exact = exact_step(problem)
+    errors = relative_errors(problem, exact, 500, chebyshev=False)
+    assert errors[-1] < 1e-3
+    # Newton really converged: its gradient vanished
+    newton = NewtonSolver(problem.sim.model, problem.sim.settings)
+    y = newton.predict(*problem.args())
+    assert np.abs(newton.gradient(exact, y)).max() < 1e-9
+
+
+@pytest.mark.parametrize("kind", ["gentle", "violent"])
+def test_error_falls_monotonically_with_iterations(kind):
+    problem = paper_problem(kind, n=50)
+    exact = exact_step(problem)
+    errors = relative_errors(problem, exact, 40, chebyshev=False)
+    assert np.all(np.diff(errors) <= 0), errors
+    assert errors[-1] < 0.5 * errors[1]
+
+
+def test_chebyshev_lowers_the_error_for_the_same_iterations():
+    problem = paper_problem("gentle", n=30)
+    exact = exact_step(problem)
+    plain = relative_errors(problem, exact, 10, chebyshev=False)[-1]
+    accelerated = relative_errors(problem, exact, 10, chebyshev=True)[-1]
+    assert accelerated < 0.7 * plain
+
+
+def test_settled_cloth_balances_gravity_with_the_models_springs(grid):
+    v, f, index = grid(10, 10, size=1.0, plane="xy")
+    settings = Settings(damping=0.3, air_drag=0.0)
+    sim = Simulation(v, f, settings, pinned=index[0])
+    sim.step(1000)
+    free = ~sim.model.pinned
+    weight = sim.model.mass[:, None] * np.asarray(settings.gravity)
+    residual = sim.model.spring_forces(sim.positions) + weight
+    # the springs as exposed (E = sum 1/2 k (|p1 - p2| - r)^2) hold every free particle up
+    assert np.abs(residual[free]).max() < 1e-2 * np.abs(weight[free]).max()
+
+
+def hammock(grid, n, iterations, solver="fast_mass_spring", **changes):
+    """A 1 m sheet hung between two opposite edges; returns its settled sag at the middle, m."""
+    v, f, index = grid(n, n, size=1.0, plane="xy")
+    settings = Settings(solver=solver, iterations=iterations, damping=0.1, **changes)
+    sim = Simulation(v, f, settings, pinned=np.concatenate([index[:, 0], index[:, -1]]))
+    sim.step(150)
+    return -sim.positions[:, 2].min()
+
+
+def test_settled_sag_does_not_depend_on_iterations(grid):
+    sags = [hammock(grid, 20, it) for it in (5, 10, 40)]
+    assert max(sags) <= 1.03 * min(sags), sags
+
+
+def test_material_does_not_depend_on_resolution(grid):
+    coarse = hammock(grid, 10, 10, stretch_stiffness=300.0)
+    fine = hammock(grid, 60, 10, stretch_stiffness=300.0)
+    assert fine == pytest.approx(coarse, rel=0.10)
+
+
+def test_moving_pins_never_refactor(grid):
+    v, f, index = grid(10, 10)
+    sim = Simulation(v, f, Settings(), pinned=index[0])
+    for frame in range(1, 11):
+        sim.move_pins(v[index[0]] + (0.05 * frame, 0.02 * frame, 0))
+        sim.step()
+    assert sim.solver.factorizations == 1
+    np.testing.assert_allclose(sim.positions[index[0]], v[index[0]] + (0.5, 0.2, 0))
+
+
+def test_tearing_refactors_at_most_once_per_step(grid):
+    v, f, index = grid(12, 12)
+    pins = np.concatenate([index[0], index[-1]])
+    sim = Simulation(v, f, Settings(tear_factor=1.3, substeps=2), pinned=pins)
+    tearing_steps = 0
+    for frame in range(1, 31):
+        pull = (0, 0, 0.03 * frame)
+        sim.move_pins(np.concatenate([v[index[0]] + pull, v[index[-1]] - pull]))
+        before_torn, before_factor = sim.torn.sum(), sim.solver.factorizations
+        sim.step()
+        grew = sim.solver.factorizations - before_factor
+        assert grew <= sim.settings.substeps
+        tearing_steps += sim.torn.sum() > before_torn
+    assert sim.torn.sum() > 0
+    # one factorisation at the start, then one per substep in which springs tore (lazily)
+    assert sim.solver.factorizations <= 1 + tearing_steps * sim.settings.substeps
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_factorised_solve_equals_dense_solve(grid, backend):
+    v, f, index = grid(6, 5)
+    sim = Simulation(v, f, Settings(), pinned=index[0])
+    sim.step()
+    solver = sim.solver
+    system = sp.diags(solver.mass_f) + solver.h**2 * solver.L_ff
+    rhs = np.random.default_rng(0).normal(size=(system.shape[0], 3))
+    np.testing.assert_allclose(factorize(system, backend)(rhs), np.linalg.solve(system.toarray(), rhs),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_one_sided_springs_do_not_resist_compression(grid):
+    v, f, _ = grid(6, 6, plane="xy")
+    sim = Simulation(v * 0.8, f, Settings(one_sided=True, gravity=(0, 0, 0), shear_stiffness=0.0,
+                                          bend_stiffness=0.0))
+    sim.state = type(sim.state)(v * 0.7, v * 0.7)  # compressed below rest everywhere
+    sim.step(5)
+    np.testing.assert_allclose(sim.positions, v * 0.7, atol=1e-12)
