@@ -9,9 +9,11 @@ distinct face sizes.
       loop L goes from corners[L] to corners[next_loop[L]]
 """
 
+import functools
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 STRUCTURAL, SHEAR, BEND = 0, 1, 2
 
@@ -22,9 +24,10 @@ class Faces:
     corners:    (c,) int64, vertex index of every face corner, face after face.
     face_start: (m,) int64, index into `corners` of each face's first corner.
     face_size:  (m,) int64, corner count of each face (>= 3).
+    n_vertices: vertex count of the mesh (corners index into it).
     """
 
-    def __init__(self, corners: np.ndarray, face_start: np.ndarray, face_size: np.ndarray):
+    def __init__(self, corners: np.ndarray, face_start: np.ndarray, face_size: np.ndarray, n_vertices: int):
         self.corners = corners
         self.face_start = face_start
         self.face_size = face_size
@@ -35,6 +38,25 @@ class Faces:
         self.prev_loop = face_start[face_of_loop] + (position - 1) % size
         self.face_of_loop = face_of_loop
         self.face_of_triangle = np.repeat(np.arange(len(face_size)), face_size - 2)
+        self.n_vertices = n_vertices
+
+    @functools.cached_property
+    def corner_average(self) -> sp.csr_matrix:
+        """(m, n) sparse: 1/k at (face, corner vertex); `@ values` averages over each face."""
+        weights = 1.0 / self.face_size[self.face_of_loop]
+        return sp.csr_matrix((weights, (self.face_of_loop, self.corners)),
+                             shape=(len(self), self.n_vertices))
+
+    @functools.cached_property
+    def corner_share(self) -> sp.csr_matrix:
+        """(n, m) sparse: each corner vertex gets 1/k of a per-face quantity."""
+        return self.corner_average.T.tocsr()
+
+    @functools.cached_property
+    def triangle_to_face(self) -> sp.csr_matrix:
+        """(m, t) sparse: sums a per-triangle quantity over each face's fan."""
+        t = len(self.face_of_triangle)
+        return sp.csr_matrix((np.ones(t), (self.face_of_triangle, np.arange(t))), shape=(len(self), t))
 
     def __len__(self) -> int:
         return len(self.face_size)
@@ -65,7 +87,7 @@ def parse_faces(faces, n_vertices: int) -> Faces:
         raise ValueError(f"face {int(np.argmax(sizes < 3))} has fewer than 3 vertices")
     start = np.zeros(len(sizes), dtype=np.int64)
     np.cumsum(sizes[:-1], out=start[1:])
-    parsed = Faces(flat, start, sizes)
+    parsed = Faces(flat, start, sizes, n_vertices)
     _check_distinct_corners(parsed)
     return parsed
 

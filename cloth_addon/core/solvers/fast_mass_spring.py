@@ -73,9 +73,16 @@ class FastMassSpringSolver:
         self.rest = model.spring_rest_length
         self.active = np.ones(model.n_springs, dtype=bool)
         s = model.n_springs
-        self.incidence = sp.csr_matrix(
+        # p_i1 - p_i2 as sparse products (4x faster than gathering rows), split so that the
+        # pinned particles' part is computed once per step, not once per iteration
+        incidence = sp.csc_matrix(
             (np.repeat([1.0, -1.0], s), (np.tile(np.arange(s), 2), model.spring_indices.T.ravel())),
             shape=(s, model.n_particles))
+        # Iterations keep coordinates as rows, (3, f) and (3, s): element-wise work on long
+        # contiguous rows measured 3-4x faster than on (s, 3), and one block-diagonal
+        # product handles x, y and z in a single call.
+        self.incidence_free = sp.block_diag([incidence[:, self.free]] * 3, format="csr")
+        self.incidence_pinned = incidence[:, model.pinned_indices].tocsr()
         self.factorizations = 0
         self.timings = {"local": 0.0, "rhs": 0.0, "solve": 0.0, "factor": 0.0}
         self._dirty = True
@@ -98,7 +105,7 @@ class FastMassSpringSolver:
         self.mass_f = self.model.mass[self.free]
         system = sp.diags(self.mass_f).tocsc() + h2 * self.L_ff
         self.solve = factorize(system)
-        self.h2_J = (h2 * self.J_f).tocsr()
+        self.h2_J = sp.block_diag([h2 * self.J_f] * 3, format="csr")
         self.factorizations += 1
         self._dirty = False
         self.timings["factor"] += time.perf_counter() - start
@@ -109,15 +116,15 @@ class FastMassSpringSolver:
         predicted[self.model.pinned_indices] = pin_targets
         return predicted
 
-    def local_step(self, x: np.ndarray) -> np.ndarray:
-        """(s, 3) spring vectors d_i of rest length along the current p_i1 - p_i2."""
-        delta = self.incidence @ x  # p_i1 - p_i2 as a sparse product: 4x faster than gathering
-        length = np.sqrt(np.einsum("ij,ij->i", delta, delta))
+    def spring_targets(self, delta: np.ndarray) -> np.ndarray:
+        """Local step: (3, s) vectors d_i of rest length along p_i1 - p_i2 (delta, (3, s), reused)."""
+        length = np.sqrt(delta[0] * delta[0] + delta[1] * delta[1] + delta[2] * delta[2])
         scale = self.rest / np.maximum(length, 1e-12)
         if self.one_sided.any():
             # a compressed one-sided spring has no energy: its best d is the current vector
             scale = np.where(self.one_sided & (length < self.rest), 1.0, scale)
-        return delta * scale[:, None]
+        delta *= scale
+        return delta
 
     def advance(self, positions, previous, accel, h, pin_targets, iterations=None, callback=None,
                 start_at_y=False):
@@ -137,31 +144,47 @@ class FastMassSpringSolver:
         t0 = time.perf_counter()
         free, pinned = self.free, self.model.pinned_indices
         base = self.mass_f[:, None] * y[free]
+        y_pinned = y[pinned]
+        delta_pinned = np.ascontiguousarray((self.incidence_pinned @ y_pinned).T)
         if len(pinned):
-            base -= (h * h) * (self.L_fp @ y[pinned])
+            base -= (h * h) * (self.L_fp @ y_pinned)
         self.timings["rhs"] += time.perf_counter() - t0
-        x = y.copy() if start_at_y else self.predict(positions, previous, 0.0, h, pin_targets)
+        x = y if start_at_y else self.predict(positions, previous, 0.0, h, pin_targets)
+        xf = x[free]
+        n_springs = len(self.rest)
+
+        def report(k):
+            full = y.copy()
+            full[free] = xf
+            callback(k, full)
+
         if callback is not None:
-            callback(0, x)
-        older = x[free].copy()  # x^(k-1) for Chebyshev
+            report(0)
+        older = xf  # x^(k-1) for Chebyshev
         omega = 1.0
         for k in range(1, iterations + 1):
             t0 = time.perf_counter()
-            d = self.local_step(x)
+            delta = (self.incidence_free @ xf.T.ravel()).reshape(3, n_springs)
+            delta += delta_pinned
+            d = self.spring_targets(delta)
             t1 = time.perf_counter()
-            rhs = base + self.h2_J @ d
+            rhs = (self.h2_J @ d.ravel()).reshape(3, -1).T
+            rhs += base
             t2 = time.perf_counter()
             new = self.solve(rhs)
             t3 = time.perf_counter()
             if self.chebyshev and k > CHEBYSHEV_DELAY:
                 first = k == CHEBYSHEV_DELAY + 1
                 omega = 2.0 / (2.0 - self.rho**2) if first else 4.0 / (4.0 - self.rho**2 * omega)
-                new = omega * (new - older) + older
-            older = x[free]
-            x[free] = new
+                new -= older
+                new *= omega
+                new += older
+            older, xf = xf, new
             self.timings["local"] += t1 - t0
             self.timings["rhs"] += t2 - t1
             self.timings["solve"] += t3 - t2
             if callback is not None:
-                callback(k, x)
-        return x
+                report(k)
+        out = y.copy()
+        out[free] = xf
+        return out

@@ -1,0 +1,137 @@
+"""`python build.py bench [--vs-blender]`: solver benchmarks that print numbers (never assert).
+
+Scene: a 2 m square sheet lying flat, its top row pinned, swinging down under gravity
+(10 iterations, default material, 24 fps). Each number is the median over frames after a
+warm-up, which keeps the noise of a shared 2-core machine out of it as far as possible.
+"""
+
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cloth_addon.core import Settings, Simulation  # noqa: E402
+from cloth_addon.core.scenes import grid  # noqa: E402
+from cloth_addon.core.solvers.factor import BACKENDS, factorize  # noqa: E402
+
+SIZES = (50, 100)
+TARGETS = {("verlet", 50): 10.0, ("fast_mass_spring", 50): 8.0, ("fast_mass_spring", 100): 60.0}
+
+
+def machine() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        model = next(line.split(":", 1)[1].strip() for line in out.splitlines() if "Model name" in line)
+    except (OSError, StopIteration):
+        model = platform.processor() or "unknown CPU"
+    cores = len(os.sched_getaffinity(0))
+    return f"{model}, {cores} cores, Python {platform.python_version()}, numpy {np.__version__}"
+
+
+def sheet(n: int, solver: str, **changes) -> Simulation:
+    vertices, faces, index = grid(n, n, 2.0, plane="xy")
+    return Simulation(vertices, faces, Settings(solver=solver, **changes), pinned=index[0])
+
+
+def frame_times(sim: Simulation, frames: int, warmup: int = 3) -> np.ndarray:
+    """Seconds per frame, one entry per measured frame."""
+    sim.step(warmup)
+    times = np.empty(frames)
+    for k in range(frames):
+        start = time.perf_counter()
+        sim.step(1)
+        times[k] = time.perf_counter() - start
+    return times
+
+
+def bench_solvers() -> None:
+    print("\nms/frame (median), 2 m sheet, top row pinned, 10 iterations, 1 substep, 24 fps")
+    print(f"{'solver':<18}{'grid':>9}{'particles':>11}{'springs':>9}{'ms/frame':>10}{'target':>9}")
+    for solver in ("verlet", "fast_mass_spring"):
+        for n in SIZES:
+            sim = sheet(n, solver)
+            times = frame_times(sim, 30 if n <= 50 else 15)
+            target = TARGETS.get((solver, n))
+            mark = f"<= {target:g}" if target else ""
+            print(f"{solver:<18}{f'{n}x{n}':>9}{sim.model.n_particles:>11}{sim.model.n_springs:>9}"
+                  f"{1e3 * np.median(times):>10.2f}{mark:>9}")
+
+
+def bench_fast_solver_parts() -> None:
+    print("\nfast_mass_spring: where a frame's time goes (ms/frame, medians of 3 runs of 10 frames)")
+    print(f"{'grid':>9}{'local':>9}{'rhs':>9}{'solve':>9}{'other':>9}{'total':>9}")
+    for n in SIZES:
+        rows = []
+        for _ in range(3):
+            sim = sheet(n, "fast_mass_spring")
+            sim.step(3)
+            for key in sim.solver.timings:
+                sim.solver.timings[key] = 0.0
+            start = time.perf_counter()
+            sim.step(10)
+            total = (time.perf_counter() - start) / 10
+            t = {k: v / 10 for k, v in sim.solver.timings.items()}
+            rows.append([t["local"], t["rhs"], t["solve"], total - t["local"] - t["rhs"] - t["solve"], total])
+        local, rhs, solve, other, total = 1e3 * np.median(np.array(rows), axis=0)
+        print(f"{f'{n}x{n}':>9}{local:>9.2f}{rhs:>9.2f}{solve:>9.2f}{other:>9.2f}{total:>9.2f}")
+    print("  local = spring directions (sparse p1 - p2, normalise); rhs = M y + h^2 J d;"
+          " other = forces, prediction, collisions")
+
+
+def bench_factorisation() -> None:
+    print("\nfactorisation of M + h^2 L and one solve with 3 right-hand sides (ms, median of 5)")
+    print(f"{'grid':>9}{'backend':>10}{'factor':>9}{'solve':>9}{'target':>14}")
+    for n in SIZES:
+        sim = sheet(n, "fast_mass_spring")
+        solver = sim.solver
+        solver._refactor()
+        system = (sp.diags(solver.mass_f) + solver.h**2 * solver.L_ff).tocsc()
+        rhs = np.random.default_rng(0).normal(size=(system.shape[0], 3))
+        for backend in BACKENDS:
+            factor_times, solve_times = [], []
+            for _ in range(5):
+                start = time.perf_counter()
+                solve = factorize(system, backend)
+                factor_times.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                solve(rhs)
+                solve_times.append(time.perf_counter() - start)
+            target = "factor <= 300" if n == 100 else ""
+            print(f"{f'{n}x{n}':>9}{backend:>10}{1e3 * np.median(factor_times):>9.2f}"
+                  f"{1e3 * np.median(solve_times):>9.3f}{target:>14}")
+
+
+def run_optional(module: str, *args) -> int:
+    """Run tools/<module>.py's run() if that module exists (benchmarks owned elsewhere)."""
+    path = ROOT / "tools" / f"{module}.py"
+    if not path.exists():
+        print(f"\n({module}: not available in this checkout)")
+        return 0
+    spec = importlib.util.spec_from_file_location(module, path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded.run(*args) or 0
+
+
+def main(argv: list[str]) -> int:
+    print(f"machine: {machine()}; factorisation backends: {', '.join(BACKENDS)}")
+    bench_solvers()
+    bench_fast_solver_parts()
+    bench_factorisation()
+    status = run_optional("bench_collision")
+    if "--vs-blender" in argv:
+        status = run_optional("bench_blender", [a for a in argv if a != "--vs-blender"]) or status
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
