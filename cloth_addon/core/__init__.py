@@ -1,13 +1,14 @@
 """The cloth solver core: pure numpy/scipy, no Blender import.
 
-    from cloth_addon.core import Simulation, Settings, SphereCollider, PlaneCollider
+    from cloth_addon.core import Simulation, Settings, SphereCollider, PlaneCollider, MeshCollider
 """
 
 from .colliders import PlaneCollider, SphereCollider
+from .mesh_collider import MeshCollider
 from .model import ClothModel, build_model
 from .settings import SOLVERS, Settings
 from .simulation import Simulation, SimulationDiverged
 from .state import ClothState
 
-__all__ = ["Simulation", "Settings", "SOLVERS", "SphereCollider", "PlaneCollider", "ClothModel",
+__all__ = ["Simulation", "Settings", "SOLVERS", "SphereCollider", "PlaneCollider", "MeshCollider", "ClothModel",
            "ClothState", "SimulationDiverged", "build_model"]

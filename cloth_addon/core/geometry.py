@@ -1,0 +1,130 @@
+"""Vectorised triangle geometry shared by the mesh collider and self-collision.
+
+Every function works on k independent (point, triangle) pairs at once: arrays of shape (k, 3),
+float64, metres. No Python loop over pairs.
+"""
+
+import numpy as np
+
+# Feature of the triangle that holds the closest point (Ericson, Real-Time Collision Detection 5.1.5).
+FACE, VERTEX_A, VERTEX_B, VERTEX_C, EDGE_AB, EDGE_BC, EDGE_CA = range(7)
+
+
+def _dot(u, v):
+    return np.einsum("ij,ij->i", u, v)
+
+
+def closest_points(p, a, b, c):
+    """Closest point of each triangle (a, b, c) to p.
+
+    p, a, b, c: (k, 3) float64. Returns (q (k, 3), bary (k, 3) weights of a, b, c with
+    q = bary @ [a, b, c], region (k,) int8: FACE, VERTEX_*, EDGE_*). Degenerate triangles
+    (zero area) fall back to the closest of their vertices and edges.
+    """
+    ab, ac, ap = b - a, c - a, p - a
+    d1, d2 = _dot(ab, ap), _dot(ac, ap)
+    bp = p - b
+    d3, d4 = _dot(ab, bp), _dot(ac, bp)
+    cp = p - c
+    d5, d6 = _dot(ab, cp), _dot(ac, cp)
+    va = d3 * d6 - d5 * d4
+    vb = d5 * d2 - d1 * d6
+    vc = d1 * d4 - d3 * d2
+
+    k = len(p)
+    bary = np.empty((k, 3))
+    region = np.full(k, FACE, dtype=np.int8)
+    done = np.zeros(k, dtype=bool)
+
+    def take(mask, r, wa, wb, wc):
+        # Ericson's tests are ordered: a pair belongs to the first region whose test it passes.
+        nonlocal done
+        mask = mask & ~done
+        bary[mask, 0], bary[mask, 1], bary[mask, 2] = wa[mask], wb[mask], wc[mask]
+        region[mask] = r
+        done |= mask
+
+    zero, one = np.zeros(k), np.ones(k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        take((d1 <= 0) & (d2 <= 0), VERTEX_A, one, zero, zero)
+        take((d3 >= 0) & (d4 <= d3), VERTEX_B, zero, one, zero)
+        v = d1 / (d1 - d3)
+        take((vc <= 0) & (d1 >= 0) & (d3 <= 0), EDGE_AB, 1 - v, v, zero)
+        take((d6 >= 0) & (d5 <= d6), VERTEX_C, zero, zero, one)
+        w = d2 / (d2 - d6)
+        take((vb <= 0) & (d2 >= 0) & (d6 <= 0), EDGE_CA, 1 - w, zero, w)
+        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        take((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), EDGE_BC, zero, 1 - w, w)
+        denom = va + vb + vc
+        v, w = vb / denom, vc / denom
+        take(np.isfinite(v) & np.isfinite(w), FACE, 1 - v - w, v, w)
+    if not np.all(done):
+        # Only zero-area triangles get here (all three tests fail with va + vb + vc = 0).
+        bary[~done] = (1.0, 0.0, 0.0)
+        region[~done] = VERTEX_A
+    q = bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c
+    return q, bary, region
+
+
+def triangle_normals(vertices, triangles, unit=True):
+    """(t, 3) float64 normals (right-handed in corner order); unit length, or 2 x area long.
+
+    Zero-area triangles get a zero normal.
+    """
+    a, b, c = (vertices[triangles[:, k]] for k in range(3))
+    normal = np.cross(b - a, c - a)
+    if not unit:
+        return normal
+    length = np.linalg.norm(normal, axis=1)
+    return normal / np.where(length > 0.0, length, 1.0)[:, None]
+
+
+def barycentric(p, a, b, c):
+    """(k, 3) barycentric coordinates of p projected onto the plane of each triangle (a, b, c).
+
+    Zero-area triangles give NaN rows (which compare false with any bound).
+    """
+    v0, v1, v2 = b - a, c - a, p - a
+    d00, d01, d11 = _dot(v0, v0), _dot(v0, v1), _dot(v1, v1)
+    d20, d21 = _dot(v2, v0), _dot(v2, v1)
+    denom = d00 * d11 - d01 * d01
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = (d11 * d20 - d01 * d21) / denom
+        w = (d00 * d21 - d01 * d20) / denom
+    return np.stack([1.0 - v - w, v, w], axis=1)
+
+
+def segment_triangle_hits(p0, p1, a, b, c, eps=1e-12):
+    """(k,) bool: the segment p0 -> p1 crosses the triangle (a, b, c) (touching counts).
+
+    Signed volumes: the endpoints are on opposite sides of the triangle's plane and the segment's
+    line passes inside all three edges. Used by tests and the self-collision check.
+    """
+    def volume(u, v, w, x):
+        return _dot(np.cross(v - u, w - u), x - u)
+
+    s0, s1 = volume(a, b, c, p0), volume(a, b, c, p1)
+    straddles = (s0 * s1 <= 0) & ((np.abs(s0) > eps) | (np.abs(s1) > eps))
+    e0, e1, e2 = volume(p0, p1, a, b), volume(p0, p1, b, c), volume(p0, p1, c, a)
+    inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
+    return straddles & inside
+
+
+def uv_sphere(radius=1.0, segments=32, rings=16, center=(0.0, 0.0, 0.0)):
+    """A closed UV sphere like Blender's: (vertices (v, 3) float64, triangles (t, 3) int64),
+    outward-facing, poles at +-Z. For tests, benchmarks and scripts."""
+    if segments < 3 or rings < 2 or not radius > 0.0:
+        raise ValueError("uv_sphere needs segments >= 3, rings >= 2 and radius > 0")
+    theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]  # latitudes without the poles
+    phi = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    t, f = np.meshgrid(theta, phi, indexing="ij")
+    ring = np.stack([np.sin(t) * np.cos(f), np.sin(t) * np.sin(f), np.cos(t)], axis=-1).reshape(-1, 3)
+    vertices = np.concatenate([[(0.0, 0.0, 1.0)], ring, [(0.0, 0.0, -1.0)]]) * radius + np.asarray(center)
+    top, bottom = 0, len(vertices) - 1
+    index = 1 + np.arange((rings - 1) * segments).reshape(rings - 1, segments)
+    nxt = np.roll(index, -1, axis=1)
+    caps_top = np.stack([np.full(segments, top), index[0], nxt[0]], axis=1)
+    caps_bottom = np.stack([np.full(segments, bottom), nxt[-1], index[-1]], axis=1)
+    a, b, c, d = index[:-1], nxt[:-1], nxt[1:], index[1:]
+    quads = np.concatenate([np.stack([a, d, c], -1).reshape(-1, 3), np.stack([a, c, b], -1).reshape(-1, 3)])
+    return vertices, np.concatenate([caps_top, quads, caps_bottom]).astype(np.int64)

@@ -1,0 +1,307 @@
+"""MeshCollider: any triangle mesh (closed or open, convex or not, moving or deforming).
+
+Same `project(positions, previous, movable, margin, friction)` as the analytic colliders
+(colliders.py). One call, on the particles the collider may move:
+
+1. Broad phase: a cKDTree over triangle centroids; a particle is tested against the triangles
+   whose centroid lies within  R + 2 reach + |step| + shift  of it (R: largest centroid-to-corner
+   distance, reach = thickness + margin, step: the particle's motion, shift: the collider's
+   largest vertex motion). That covers every triangle the particle's path could cross and every
+   triangle near where the response puts it.
+2. Continuous check: the signed distance of the particle to each candidate triangle's plane at
+   the start (collider where the last `project` saw it) and at the end (collider now). A sign
+   change whose interpolated crossing point lies inside the triangle is a crossing; the earliest
+   one counts and the particle goes back to the side it came from, `reach` off the surface.
+   Exact for translating colliders, first-order for rotating or deforming ones. Closed parts
+   only stop particles entering from outside.
+3. Proximity: the exact closest point (Ericson's regions). On a closed part (every edge shared
+   by two triangles) the side is decided by the angle-weighted pseudo-normal of the closest
+   feature (Baerentzen & Aanaes 2005), which is exact for closed manifolds; inside points go
+   out. On an open part the particle keeps its side (crossings were undone in step 2): a plane
+   or a shelf collides from both faces. Particles closer than reach go to distance reach.
+4. Friction as in colliders.py, on the motion relative to the collider's surface there.
+
+The collider's motion is what changed since the last `project` call: `update()` then the next
+call sees the whole move (Simulation with substeps: the first substep of the frame).
+"""
+
+import itertools
+
+import numpy as np
+
+from . import geometry
+from .colliders import _apply_friction
+
+# Barycentric slack of the crossing test, so a path through a shared edge hits one of the two.
+_CROSS_SLACK = 1e-7
+
+
+def _as_vertices(vertices, count=None) -> np.ndarray:
+    array = np.array(vertices, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] != 3:
+        raise ValueError(f"MeshCollider vertices must have shape (v, 3), got {array.shape}")
+    if count is not None and len(array) != count:
+        raise ValueError(f"MeshCollider.update needs {count} vertices (same topology), got {len(array)}; "
+                         "build a new MeshCollider when the topology changes")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("MeshCollider vertices must be finite")
+    return array
+
+
+class MeshCollider:
+    """A triangle mesh that particles are kept `thickness + margin` away from.
+
+    vertices: (v, 3) float64, m, world space. triangles: (t, 3) int, corner indices (any
+    orientation for open meshes; a closed mesh may be oriented either way, it is fixed by its
+    signed volume). thickness: m, added to the cloth's margin. friction: coefficient or None for
+    Settings.friction. Call `update(vertices)` when the collider moves or deforms.
+    """
+
+    def __init__(self, vertices, triangles, thickness=0.0, friction=None):
+        vertices = _as_vertices(vertices)
+        tris = np.asarray(triangles)
+        if tris.ndim != 2 or tris.shape[1] != 3 or len(tris) == 0:
+            raise ValueError(f"MeshCollider triangles must be a non-empty (t, 3) array, got {tris.shape}")
+        if not np.issubdtype(tris.dtype, np.integer):
+            raise ValueError("MeshCollider triangles must be integer vertex indices")
+        if tris.min() < 0 or tris.max() >= len(vertices):
+            raise ValueError(f"MeshCollider triangle index out of range for {len(vertices)} vertices")
+        if not float(thickness) >= 0.0:
+            raise ValueError(f"MeshCollider.thickness must be >= 0, got {thickness!r}")
+        self.triangles = tris.astype(np.int64)
+        self.thickness = float(thickness)
+        self.friction = friction
+        self._topology()
+        self.vertices = vertices
+        self.previous_vertices = vertices  # where the last project() saw the collider
+        self._geometry_of = None
+
+    # -- topology (fixed) -----------------------------------------------------------------
+    def _topology(self):
+        tris = self.triangles
+        n = int(tris.max()) + 1
+        # Edge k of a triangle goes from corner k to corner k+1: AB, BC, CA (geometry.EDGE_*).
+        starts, ends = tris.ravel(), tris[:, [1, 2, 0]].ravel()
+        keys = np.minimum(starts, ends) * n + np.maximum(starts, ends)
+        unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+        self._tri_edges = inverse.reshape(-1, 3)
+        self._edge_count = len(unique)
+        # A triangle is part of a closed surface when each of its edges has exactly two triangles.
+        self.closed = np.all(counts[self._tri_edges] == 2, axis=1)
+
+    # -- moving ---------------------------------------------------------------------------
+    def update(self, vertices) -> None:
+        """Move or deform the collider: (v, 3) new vertex positions, same topology, m."""
+        self.vertices = _as_vertices(vertices, len(self.vertices))
+
+    def _refresh(self):
+        """Per-geometry data (normals, pseudo-normals, centroid tree), rebuilt when vertices change."""
+        if self._geometry_of is self.vertices:
+            return
+        from scipy.spatial import cKDTree  # scipy is bundled with the extension, imported lazily
+
+        v, tris = self.vertices, self.triangles
+        normal = geometry.triangle_normals(v, tris)
+        if np.any(self.closed):
+            # Signed volume of the closed part: negative means its triangles face inwards.
+            a, b, c = (v[tris[self.closed, k]] for k in range(3))
+            if np.einsum("ij,ij->", a, np.cross(b, c)) < 0.0:
+                normal[self.closed] *= -1.0
+        # Angle-weighted vertex pseudo-normals and edge pseudo-normals (sum of the two faces).
+        corners = v[tris]
+        angles = np.empty((len(tris), 3))
+        for k in range(3):  # the three corners of every triangle at once
+            u = corners[:, (k + 1) % 3] - corners[:, k]
+            w = corners[:, (k + 2) % 3] - corners[:, k]
+            cos = np.einsum("ij,ij->i", u, w) / np.maximum(
+                np.linalg.norm(u, axis=1) * np.linalg.norm(w, axis=1), 1e-300)
+            angles[:, k] = np.arccos(np.clip(cos, -1.0, 1.0))
+        vertex_normal = np.zeros((len(v), 3))
+        edge_normal = np.zeros((self._edge_count, 3))
+        for axis in range(3):
+            vertex_normal[:, axis] = np.bincount(tris.ravel(), (angles * normal[:, axis, None]).ravel(),
+                                                 len(v))
+            edge_normal[:, axis] = np.bincount(self._tri_edges.ravel(),
+                                               np.repeat(normal[:, axis], 3), self._edge_count)
+        centroid = corners.mean(axis=1)
+        self._normal, self._vertex_normal, self._edge_normal = normal, vertex_normal, edge_normal
+        self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
+        self._tree = cKDTree(centroid)
+        self._geometry_of = self.vertices
+
+    def _pseudo_normal(self, tri, region):
+        """(k, 3) pseudo-normal of the closest feature (face, edge or vertex) of triangles `tri`."""
+        out = self._normal[tri].copy()
+        for r, corner in ((geometry.VERTEX_A, 0), (geometry.VERTEX_B, 1), (geometry.VERTEX_C, 2)):
+            m = region == r
+            out[m] = self._vertex_normal[self.triangles[tri[m], corner]]
+        for r, edge in ((geometry.EDGE_AB, 0), (geometry.EDGE_BC, 1), (geometry.EDGE_CA, 2)):
+            m = region == r
+            out[m] = self._edge_normal[self._tri_edges[tri[m], edge]]
+        return out
+
+    def _pairs(self, points, radius):
+        """(particle rows, triangle indices) of centroids within `radius` (scalar or (k,)) of points."""
+        # scipy returns one list per point; map/chain flatten them in C, without a Python loop body.
+        lists = self._tree.query_ball_point(points, radius, return_sorted=False)
+        counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        total = int(counts.sum())
+        rows = np.repeat(np.arange(len(points)), counts)
+        return rows, np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
+
+    # -- queries ----------------------------------------------------------------------------
+    def closest(self, points, max_distance=np.inf):
+        """Closest surface point to each of points (k, 3), m.
+
+        Returns (closest (k, 3), distance (k,), inside (k,) bool: in a closed part, triangle (k,)
+        int); rows with nothing within max_distance have distance inf and triangle -1.
+        """
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        self._refresh()
+        if np.isfinite(max_distance):
+            rows, tri = self._pairs(points, self._radius + float(max_distance))
+        else:
+            rows = np.repeat(np.arange(len(points)), len(self.triangles))
+            tri = np.tile(np.arange(len(self.triangles)), len(points))
+        k = len(points)
+        closest = np.full((k, 3), np.nan)
+        distance = np.full(k, np.inf)
+        inside = np.zeros(k, dtype=bool)
+        triangle = np.full(k, -1, dtype=np.int64)
+        if len(rows) == 0:
+            return closest, distance, inside, triangle
+        sel, q, d, t, reg, _ = self._nearest(points, rows, tri, self.vertices)
+        keep = d <= max_distance
+        sel, q, d, t, reg = sel[keep], q[keep], d[keep], t[keep], reg[keep]
+        closest[sel], distance[sel], triangle[sel] = q, d, t
+        normal = self._pseudo_normal(t, reg)
+        inside[sel] = self.closed[t] & (np.einsum("ij,ij->i", points[sel] - q, normal) < 0.0)
+        return closest, distance, inside, triangle
+
+    def _nearest(self, points, rows, tri, vertices):
+        """Per point (that has pairs), its nearest pair: (rows, q, distance, triangle, region, bary)."""
+        corners = vertices[self.triangles[tri]]
+        q, bary, region = geometry.closest_points(points[rows], corners[:, 0], corners[:, 1], corners[:, 2])
+        dist = np.linalg.norm(points[rows] - q, axis=1)
+        order = np.lexsort((dist, rows))
+        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
+        return rows[first], q[first], dist[first], tri[first], region[first], bary[first]
+
+    # -- collision ----------------------------------------------------------------------------
+    def project(self, positions, previous, movable, margin=0.0, friction=0.0):
+        """Push particles out of the mesh and undo crossings (in place on `positions`)."""
+        before = self.previous_vertices
+        self._refresh()
+        self.previous_vertices = self.vertices
+        reach = self.thickness + float(margin)
+        mu = self.friction if self.friction is not None else friction
+        motion = self.vertices - before if before is not self.vertices else None
+        shift = 0.0 if motion is None else float(np.linalg.norm(motion, axis=1).max())
+        idx = np.flatnonzero(movable)
+        if len(idx) == 0:
+            return
+        p, p0 = positions[idx], previous[idx]
+        step = np.linalg.norm(p - p0, axis=1)
+        # Cheap reject: particles whose whole path stays outside the collider's swept bounding box.
+        lo = np.minimum(self.vertices.min(axis=0), before.min(axis=0)) - reach
+        hi = np.maximum(self.vertices.max(axis=0), before.max(axis=0)) + reach
+        near = np.all((np.maximum(p, p0) >= lo) & (np.minimum(p, p0) <= hi), axis=1)
+        if not np.any(near):
+            return
+        idx, p, p0, step = idx[near], p[near], p0[near], step[near]
+        rows, tri = self._pairs(p, self._radius + 2.0 * reach + step + shift)
+        rows, tri = self._add_deep(p, rows, tri)
+        if len(rows) == 0:
+            return
+        p = p.copy()
+        self._crossings(p, p0, rows, tri, before, reach, mu, motion)
+        self._proximity(p, p0, rows, tri, reach, mu, motion)
+        positions[idx] = p
+
+    def _add_deep(self, p, rows, tri):
+        """Pairs for particles deep inside a closed part (beyond the band the broad phase sees):
+        the triangles that can hold their exact closest point, so that they are pushed out too."""
+        if not np.any(self.closed):
+            return rows, tri
+        closed_corners = self.vertices[self.triangles[self.closed]].reshape(-1, 3)
+        lonely = np.ones(len(p), dtype=bool)
+        lonely[rows] = False
+        lonely &= np.all((p >= closed_corners.min(axis=0)) & (p <= closed_corners.max(axis=0)), axis=1)
+        if not np.any(lonely):
+            return rows, tri
+        which = np.flatnonzero(lonely)
+        # The closest triangle's centroid is at most (distance to the nearest centroid) + R away.
+        nearest, _ = self._tree.query(p[which], k=1)
+        more_rows, more_tri = self._pairs(p[which], nearest + self._radius * (1.0 + 1e-9))
+        return np.concatenate([rows, which[more_rows]]), np.concatenate([tri, more_tri])
+
+    def _crossings(self, p, p0, rows, tri, before, reach, mu, motion):
+        """Undo crossings of the surface during the step (particle and collider both moving)."""
+        tris = self.triangles[tri]
+        n1 = self._normal[tri]
+        n0 = n1 if motion is None else geometry.triangle_normals(before, self.triangles)[tri]
+        if motion is not None and np.any(self.closed):
+            # The closed part's orientation was fixed on the current geometry; follow it at the start.
+            flip = np.einsum("ij,ij->i", n0, n1) < 0.0
+            n0[flip] *= -1.0
+        h0 = np.einsum("ij,ij->i", p0[rows] - before[tris[:, 0]], n0)
+        h1 = np.einsum("ij,ij->i", p[rows] - self.vertices[tris[:, 0]], n1)
+        crossing = (h0 > 0.0) != (h1 > 0.0)
+        crossing &= ~self.closed[tri] | (h0 > 0.0)  # closed parts: only entering from outside
+        if not np.any(crossing):
+            return
+        rows, tri, tris, h0, h1 = rows[crossing], tri[crossing], tris[crossing], h0[crossing], h1[crossing]
+        t = h0 / (h0 - h1)
+        at = t[:, None]
+        corners = [before[tris[:, k]] + at * (self.vertices[tris[:, k]] - before[tris[:, k]]) for k in range(3)]
+        x = p0[rows] + at * (p[rows] - p0[rows])
+        bary = geometry.barycentric(x, *corners)
+        hit = np.all(bary >= -_CROSS_SLACK, axis=1)
+        if not np.any(hit):
+            return
+        rows, tri, t, h0 = rows[hit], tri[hit], t[hit], h0[hit]
+        order = np.lexsort((t, rows))
+        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
+        rows, tri, h0 = rows[first], tri[first], h0[first]
+        corners = self.vertices[self.triangles[tri]]
+        q, bary, _ = geometry.closest_points(p[rows], corners[:, 0], corners[:, 1], corners[:, 2])
+        side = np.where(h0 >= 0.0, 1.0, -1.0)[:, None] * self._normal[tri]
+        depth = reach - np.einsum("ij,ij->i", p[rows] - q, side)
+        p[rows] = q + side * reach
+        self._friction(p, p0, rows, tri, bary, side, depth, mu, motion)
+
+    def _proximity(self, p, p0, rows, tri, reach, mu, motion):
+        """Push particles within reach of the surface (or inside a closed part) out to reach."""
+        sel, q, d, t, reg, bary = self._nearest(p, rows, tri, self.vertices)
+        normal = self._pseudo_normal(t, reg)
+        offset = p[sel] - q
+        signed = np.einsum("ij,ij->i", offset, normal)
+        inside = self.closed[t] & (signed < 0.0)
+        hit = inside | (d < reach)
+        if not np.any(hit):
+            return
+        sel, q, d, t, bary, offset, normal, inside = (a[hit] for a in (sel, q, d, t, bary, offset, normal, inside))
+        tiny = d <= 1e-12 * max(reach, 1e-3)
+        direction = offset / np.where(tiny, 1.0, d)[:, None]
+        direction[inside] *= -1.0
+        # On the surface itself the offset has no direction: use the feature's pseudo-normal,
+        # turned (open parts) towards the side the particle came from.
+        if np.any(tiny):
+            pn = normal[tiny] / np.maximum(np.linalg.norm(normal[tiny], axis=1), 1e-300)[:, None]
+            came = np.einsum("ij,ij->i", p0[sel[tiny]] - q[tiny], pn) < 0.0
+            pn[came & ~self.closed[t[tiny]]] *= -1.0
+            direction[tiny] = pn
+        depth = np.where(inside, reach + d, reach - d)
+        p[sel] = q + direction * reach
+        self._friction(p, p0, sel, t, bary, direction, depth, mu, motion)
+
+    def _friction(self, p, p0, rows, tri, bary, normal, depth, mu, motion):
+        """Friction on the motion relative to the collider's surface at the contact point."""
+        if not mu or mu <= 0.0:
+            return
+        start = p0[rows]
+        if motion is not None:
+            start = start + np.einsum("ij,ijk->ik", bary, motion[self.triangles[tri]])
+        moved = p[rows]
+        _apply_friction(moved, start, np.ones(len(rows), dtype=bool), normal, depth, mu)
+        p[rows] = moved

@@ -1,0 +1,183 @@
+"""MeshCollider: exact closest points and inside tests against brute force, projection, no tunnelling."""
+
+import numpy as np
+import pytest
+
+from cloth_addon.core import MeshCollider, Settings, Simulation
+from cloth_addon.core.geometry import closest_points, uv_sphere
+
+
+def _brute_closest(point, a, b, c):
+    """Closest point on one triangle, the obvious way: the plane if the foot is inside, else an edge."""
+    n = np.cross(b - a, c - a)
+    n /= np.linalg.norm(n)
+    foot = point - np.dot(point - a, n) * n
+    inside = all(np.dot(np.cross(v - u, foot - u), n) >= 0 for u, v in ((a, b), (b, c), (c, a)))
+    if inside:
+        return foot
+    best = None
+    for u, v in ((a, b), (b, c), (c, a)):
+        t = np.clip(np.dot(point - u, v - u) / np.dot(v - u, v - u), 0.0, 1.0)
+        q = u + t * (v - u)
+        if best is None or np.linalg.norm(point - q) < np.linalg.norm(point - best):
+            best = q
+    return best
+
+
+def _winding_number(point, vertices, triangles):
+    """Generalized winding number (Van Oosterom & Strackee solid angles), one triangle at a time."""
+    total = 0.0
+    for tri in triangles:
+        a, b, c = (vertices[k] - point for k in tri)
+        la, lb, lc = (np.linalg.norm(x) for x in (a, b, c))
+        numerator = np.dot(a, np.cross(b, c))
+        denominator = la * lb * lc + np.dot(a, b) * lc + np.dot(b, c) * la + np.dot(c, a) * lb
+        total += 2.0 * np.arctan2(numerator, denominator)
+    return total / (4.0 * np.pi)
+
+
+def _box(size=(1.0, 0.6, 0.4)):
+    """A closed box with an L-shaped notch: non-convex, 12 + triangles (built from two boxes' union
+    is hard; a notched prism is enough): an L extruded along y."""
+    lx, ly, lz = size
+    outline = np.array([(0, 0), (lx, 0), (lx, lz / 2), (lx / 2, lz / 2), (lx / 2, lz), (0, lz)])
+    m = len(outline)
+    vertices = np.array([(x, y, z) for y in (0.0, ly) for x, z in outline], dtype=float)
+    # Caps: fan-free triangulation of the L (convex pieces), front face at y=0 facing -y.
+    cap = np.array([(0, 1, 2), (0, 2, 3), (0, 3, 4), (0, 4, 5)])
+    front = cap[:, [0, 2, 1]]
+    back = cap + m
+    sides = []
+    for k in range(m):
+        a, b = k, (k + 1) % m
+        sides += [(a, b, b + m), (a, b + m, a + m)]
+    return vertices, np.concatenate([front, back, np.array(sides)])
+
+
+def test_closest_points_match_brute_force():
+    rng = np.random.default_rng(1)
+    k = 400
+    a, b, c = (rng.normal(size=(k, 3)) for _ in range(3))
+    p = rng.normal(size=(k, 3)) * 2.0
+    q, bary, _ = closest_points(p, a, b, c)
+    expected = np.array([_brute_closest(p[i], a[i], b[i], c[i]) for i in range(k)])
+    assert np.allclose(q, expected, atol=1e-9)
+    assert np.allclose(bary.sum(axis=1), 1.0) and np.all(bary >= -1e-12)
+
+
+@pytest.mark.parametrize("shape", ["sphere", "notched_box"])
+def test_closest_and_inside_match_brute_force_on_random_points(shape):
+    vertices, triangles = uv_sphere(0.5, 12, 6) if shape == "sphere" else _box()
+    if shape == "notched_box":
+        triangles = triangles[:, ::-1]  # inward-facing on purpose: orientation is fixed by volume
+    collider = MeshCollider(vertices, triangles)
+    assert collider.closed.all()
+    rng = np.random.default_rng(2)
+    centre = vertices.mean(axis=0)
+    points = centre + rng.uniform(-0.8, 0.8, size=(150, 3))
+    closest, distance, inside, triangle = collider.closest(points)
+    near, far, near_inside, _ = collider.closest(points, max_distance=0.1)
+    for i, point in enumerate(points):
+        candidates = [_brute_closest(point, *vertices[t]) for t in triangles]
+        best = min(np.linalg.norm(point - q) for q in candidates)
+        assert distance[i] == pytest.approx(best, abs=1e-9)
+        assert inside[i] == (_winding_number(point, vertices, triangles) > 0.5)
+        if best <= 0.1:
+            assert far[i] == pytest.approx(best, abs=1e-9) and near_inside[i] == inside[i]
+        else:
+            assert far[i] == np.inf
+    assert inside.any() and (~inside).any()
+
+
+def _particles(points):
+    points = np.array(points, dtype=float)
+    return points, points.copy(), np.ones(len(points), dtype=bool)
+
+
+def test_project_pushes_points_out_of_a_closed_mesh_to_the_reach():
+    vertices, triangles = uv_sphere(0.5, 16, 8)
+    collider = MeshCollider(vertices, triangles, thickness=0.01)
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(200, 3))
+    points *= rng.uniform(0.05, 0.52, size=(200, 1)) / np.linalg.norm(points, axis=1, keepdims=True)
+    positions, previous, movable = _particles(points)
+    movable[:5] = False
+    collider.project(positions, previous, movable, margin=0.005, friction=0.0)
+    _, distance, inside, _ = collider.closest(positions)
+    assert not inside[5:].any()
+    assert np.all(distance[5:] >= 0.015 - 1e-9)
+    assert np.array_equal(positions[:5], points[:5]), "pinned particles do not move"
+
+
+def test_open_plane_collides_from_both_sides_and_is_not_tunnelled():
+    plane = MeshCollider([(-1, -1, 0), (1, -1, 0), (1, 1, 0), (-1, 1, 0)], [(0, 1, 2), (0, 2, 3)])
+    previous = np.array([(0.1, 0.1, 0.3), (0.2, -0.1, -0.3), (0.0, 0.0, 0.5), (3.0, 0.0, 0.5)])
+    positions = np.array([(0.1, 0.1, -0.7), (0.2, -0.1, 0.9), (0.0, 0.0, 0.004), (3.0, 0.0, -0.5)])
+    plane.project(positions, previous, np.ones(4, dtype=bool), margin=0.01, friction=0.0)
+    assert positions[0, 2] == pytest.approx(0.01)   # came from above, fast: back above
+    assert positions[1, 2] == pytest.approx(-0.01)  # came from below: back below
+    assert positions[2, 2] == pytest.approx(0.01)   # resting too close: out to the margin
+    assert positions[3, 2] == pytest.approx(-0.5)   # beside the plane: untouched
+
+
+def test_thin_plane_moving_one_metre_per_frame_does_not_tunnel():
+    # A floating sheet (no gravity) and a thin two-triangle plane sweeping up through it at 1 m/frame.
+    vertices = np.array([(x, y, 0.0) for y in np.linspace(-0.3, 0.3, 7) for x in np.linspace(-0.3, 0.3, 7)])
+    faces = [(r * 7 + c, r * 7 + c + 1, r * 7 + c + 8, r * 7 + c + 7) for r in range(6) for c in range(6)]
+    plane_vertices = np.array([(-2, -2, 0), (2, -2, 0), (2, 2, 0), (-2, 2, 0)], dtype=float)
+    plane = MeshCollider(plane_vertices + (0, 0, -0.55), [(0, 1, 2), (0, 2, 3)])
+    for solver in ("verlet", "fast_mass_spring"):
+        plane.update(plane_vertices + (0, 0, -0.55))
+        plane.previous_vertices = plane.vertices
+        settings = Settings(solver=solver, gravity=(0, 0, 0), collision_distance=0.01)
+        sim = Simulation(vertices, faces, settings, colliders=[plane])
+        for frame in range(1, 4):
+            height = -0.55 + frame * 1.0
+            plane.update(plane_vertices + (0, 0, height))
+            sim.step(1)
+            assert sim.positions[:, 2].min() >= height + 0.01 - 1e-6, (solver, frame)
+
+
+def test_friction_acts_on_the_motion_relative_to_a_moving_surface():
+    plane_vertices = np.array([(-2, -2, 0), (2, -2, 0), (2, 2, 0), (-2, 2, 0)], dtype=float)
+    moved = []
+    for mu in (0.0, 10.0, 100.0):
+        plane = MeshCollider(plane_vertices, [(0, 1, 2), (0, 2, 3)], friction=mu)
+        positions, previous, movable = _particles([(0.0, 0.0, 0.01)])  # resting on it, at the margin
+        plane.update(plane_vertices + (0.05, 0.0, 0.0))  # the surface slides 5 cm along x
+        positions[0, 2] -= 0.001  # pressed 1 mm into it (gravity)
+        plane.project(positions, previous, movable, margin=0.01, friction=0.0)
+        assert positions[0, 2] == pytest.approx(0.01)
+        moved.append(positions[0, 0])
+    # Coulomb in positions: the relative slide (5 cm) is cut by mu x depth (1 mm), at most all of it.
+    assert moved == pytest.approx([0.0, 0.01, 0.05])
+
+
+def test_deterministic_and_finite():
+    vertices, triangles = uv_sphere(0.3, 16, 8, center=(0.5, 0.5, 0.0))
+    grid = np.array([(x, y, 0.5) for y in np.linspace(0, 1, 12) for x in np.linspace(0, 1, 12)])
+    faces = [(r * 12 + c, r * 12 + c + 1, r * 12 + c + 13, r * 12 + c + 12) for r in range(11) for c in range(11)]
+    runs = []
+    for _ in range(2):
+        sim = Simulation(grid, faces, Settings(), colliders=[MeshCollider(vertices, triangles)])
+        sim.step(20)
+        runs.append(np.array(sim.positions))
+    assert np.all(np.isfinite(runs[0])) and np.array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("args, message", [
+    (([(0, 0, 0), (1, 0, 0)], [(0, 1, 2)]), "out of range"),
+    (([(0, 0, 0), (1, 0, 0), (0, 1, 0)], np.zeros((0, 3), int)), "non-empty"),
+    (([(0, 0, 0), (1, 0, 0), (0, 1, np.nan)], [(0, 1, 2)]), "finite"),
+    (([(0, 0), (1, 0), (0, 1)], [(0, 1, 2)]), "shape"),
+    (([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0.0, 1.0, 2.0)]), "integer"),
+])
+def test_invalid_input_raises_value_error(args, message):
+    with pytest.raises(ValueError, match=message):
+        MeshCollider(*args)
+
+
+def test_update_with_other_topology_raises():
+    collider = MeshCollider([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
+    with pytest.raises(ValueError, match="same topology"):
+        collider.update(np.zeros((4, 3)))
