@@ -10,5 +10,5 @@ from .settings import SOLVERS, Settings
 from .simulation import Simulation, SimulationDiverged
 from .state import ClothState
 
-__all__ = ["Simulation", "Settings", "SOLVERS", "SphereCollider", "PlaneCollider", "MeshCollider", "ClothModel",
-           "ClothState", "SimulationDiverged", "build_model"]
+__all__ = ["Simulation", "Settings", "SOLVERS", "SphereCollider", "PlaneCollider", "MeshCollider",
+           "ClothModel", "ClothState", "SimulationDiverged", "build_model"]

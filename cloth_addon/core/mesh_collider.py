@@ -253,7 +253,8 @@ class MeshCollider:
         rows, tri, tris, h0, h1 = rows[crossing], tri[crossing], tris[crossing], h0[crossing], h1[crossing]
         t = h0 / (h0 - h1)
         at = t[:, None]
-        corners = [before[tris[:, k]] + at * (self.vertices[tris[:, k]] - before[tris[:, k]]) for k in range(3)]
+        start, end = before[tris], self.vertices[tris]  # (k, 3 corners, 3)
+        corners = [start[:, k] + at * (end[:, k] - start[:, k]) for k in range(3)]
         x = p0[rows] + at * (p[rows] - p0[rows])
         bary = geometry.barycentric(x, *corners)
         hit = np.all(bary >= -_CROSS_SLACK, axis=1)
@@ -280,7 +281,8 @@ class MeshCollider:
         hit = inside | (d < reach)
         if not np.any(hit):
             return
-        sel, q, d, t, bary, offset, normal, inside = (a[hit] for a in (sel, q, d, t, bary, offset, normal, inside))
+        sel, q, d, t, bary, offset, normal, inside = (
+            a[hit] for a in (sel, q, d, t, bary, offset, normal, inside))
         tiny = d <= 1e-12 * max(reach, 1e-3)
         direction = offset / np.where(tiny, 1.0, d)[:, None]
         direction[inside] *= -1.0

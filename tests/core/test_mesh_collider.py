@@ -5,6 +5,7 @@ import pytest
 
 from cloth_addon.core import MeshCollider, Settings, Simulation
 from cloth_addon.core.geometry import closest_points, uv_sphere
+from cloth_addon.core.scenes import grid as make_grid
 
 
 def _brute_closest(point, a, b, c):
@@ -122,8 +123,8 @@ def test_open_plane_collides_from_both_sides_and_is_not_tunnelled():
 
 def test_thin_plane_moving_one_metre_per_frame_does_not_tunnel():
     # A floating sheet (no gravity) and a thin two-triangle plane sweeping up through it at 1 m/frame.
-    vertices = np.array([(x, y, 0.0) for y in np.linspace(-0.3, 0.3, 7) for x in np.linspace(-0.3, 0.3, 7)])
-    faces = [(r * 7 + c, r * 7 + c + 1, r * 7 + c + 8, r * 7 + c + 7) for r in range(6) for c in range(6)]
+    vertices, faces, _ = make_grid(7, 7, 0.6, "xy")
+    vertices = vertices - (0.3, 0.3, 0.0)
     plane_vertices = np.array([(-2, -2, 0), (2, -2, 0), (2, 2, 0), (-2, 2, 0)], dtype=float)
     plane = MeshCollider(plane_vertices + (0, 0, -0.55), [(0, 1, 2), (0, 2, 3)])
     for solver in ("verlet", "fast_mass_spring"):
@@ -155,8 +156,8 @@ def test_friction_acts_on_the_motion_relative_to_a_moving_surface():
 
 def test_deterministic_and_finite():
     vertices, triangles = uv_sphere(0.3, 16, 8, center=(0.5, 0.5, 0.0))
-    grid = np.array([(x, y, 0.5) for y in np.linspace(0, 1, 12) for x in np.linspace(0, 1, 12)])
-    faces = [(r * 12 + c, r * 12 + c + 1, r * 12 + c + 13, r * 12 + c + 12) for r in range(11) for c in range(11)]
+    grid, faces, _ = make_grid(12, 12, 1.0, "xy")
+    grid = grid + (0.0, 0.0, 0.5)
     runs = []
     for _ in range(2):
         sim = Simulation(grid, faces, Settings(), colliders=[MeshCollider(vertices, triangles)])
