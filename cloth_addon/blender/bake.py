@@ -32,7 +32,7 @@ def write_pc2(path: str, samples: np.ndarray, frame_start: float, sample_rate: f
     with open(path, "wb") as handle:
         handle.write(struct.pack("<12siiffi", b"POINTCACHE2\0", 1, points, float(frame_start),
                                  float(sample_rate), frames))
-        handle.write(samples.tobytes())
+        samples.tofile(handle)  # straight from the array: a bake's samples can be hundreds of MB
 
 
 def read_pc2(path: str) -> np.ndarray:
@@ -116,6 +116,7 @@ class Baker:
         self.index = 0
         self.records = {}
         self.samples = {}
+        self.buffers = {}
         for obj in objects:
             session.errors.pop(obj.session_uid, None)  # only errors of this bake's frames count
             if obj.cloth_addon.is_baked:
@@ -147,13 +148,32 @@ class Baker:
                 continue
             if obj.session_uid in session.errors:
                 raise BakeError(f"{obj.name}: {session.errors[obj.session_uid]}")
-            local = mesh_io.read_key(mesh_io.sim_key(obj))
+            # The ClothSim key's float32 coordinates go straight into the PC2 array or the new
+            # key: no float64 round trip, no per-frame array for PC2.
             if record["target"] == "PC2":
-                self.samples.setdefault(obj.name, []).append(local.astype(np.float32))
+                samples = self._pc2_samples(obj)
+                mesh_io.read_key_into(mesh_io.sim_key(obj), samples[frame - props.frame_start])
             else:
+                local = mesh_io.read_key_into(mesh_io.sim_key(obj), self._buffer(obj))
                 self._add_key(obj, record, frame, local)
         self.index += 1
         return self.index < len(self.frames)
+
+    def _pc2_samples(self, obj) -> np.ndarray:
+        """(frames, n, 3) float32 for the object's whole frame range, allocated once."""
+        samples = self.samples.get(obj.name)
+        if samples is None:
+            props = obj.cloth_addon
+            frames = max(props.frame_end, props.frame_start) - props.frame_start + 1
+            samples = self.samples[obj.name] = np.empty((frames, len(obj.data.vertices), 3), np.float32)
+        return samples
+
+    def _buffer(self, obj) -> np.ndarray:
+        """(n, 3) float32 staging buffer for one object's shape-key copies, allocated once."""
+        buffer = self.buffers.get(obj.name)
+        if buffer is None:
+            buffer = self.buffers[obj.name] = np.empty((len(obj.data.vertices), 3), np.float32)
+        return buffer
 
     def _add_key(self, obj, record, frame, local) -> None:
         block = obj.shape_key_add(name=f"{BAKE_KEY_PREFIX}.{frame:04d}", from_mix=False)
@@ -172,7 +192,7 @@ class Baker:
             if record["target"] == "PC2":
                 path = record["file"]
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                write_pc2(path, np.stack(self.samples[obj.name]), obj.cloth_addon.frame_start)
+                write_pc2(path, self.samples[obj.name], obj.cloth_addon.frame_start)
                 modifier = obj.modifiers.new(CACHE_MODIFIER, "MESH_CACHE")
                 modifier.cache_format = "PC2"
                 modifier.filepath = bpy.path.relpath(path) if bpy.data.filepath else path

@@ -58,9 +58,14 @@ class ClothSession:
         self.sim = core.Simulation(rest_world, mesh_io.read_faces(mesh), settings=settings,
                                    pinned=rigid, edges=mesh_io.read_edges(mesh))
         self.pinned = self.sim.model.pinned_indices
+        # Only pinned rows (rigid, then soft) follow the object: per frame, transform just those.
+        self.anchors = np.concatenate([self.pinned, self.soft])
+        self.rest_anchors = self.rest_local[self.anchors]
         self.cache: dict[int, np.ndarray] = {self.frame_start: rest_world}
         self.last_frame = self.frame_start
-        self.last_targets = rest_world
+        self.last_targets = rest_world[self.anchors]
+        # float32 staging for the ClothSim key, reused every frame.
+        self.key_buffer = np.empty((self.vertex_count, 3), dtype=np.float32)
         self.uid = obj.session_uid
         # What the cached frames were computed from; see update_object.
         self.inputs = None
@@ -77,7 +82,7 @@ class ClothSession:
             self.sim.state = core.ClothState(rest.copy(), rest.copy(), None)
         self.cache = {self.frame_start: rest}
         self.last_frame = self.frame_start
-        self.last_targets = rest
+        self.last_targets = rest[self.anchors]
 
     def positions_at(self, frame: int, obj, scene, depsgraph) -> np.ndarray:
         """World positions at `frame`: cached, or simulated on from the last computed frame.
@@ -87,7 +92,7 @@ class ClothSession:
         frame = min(max(frame, self.frame_start), self.frame_end)
         if frame in self.cache:
             return self.cache[frame]
-        targets_now = self.targets(world_matrix(obj, depsgraph))
+        targets_now = mesh_io.to_world(world_matrix(obj, depsgraph), self.rest_anchors)
         found, missing = colliders.scene_colliders(scene, depsgraph, self.uid)
         for collider in found:
             collider.thickness = max(0.0, collider.thickness + self.collider_extra)
@@ -96,22 +101,23 @@ class ClothSession:
         wind = tuple(np.asarray(obj.cloth_addon.wind, dtype=np.float64) + colliders.scene_wind(scene))
         if wind != self.sim.settings.wind:
             self.sim.settings = self.sim.settings.replace(wind=wind)
-        steps = frame - self.last_frame
+        steps, rigid = frame - self.last_frame, len(self.pinned)
         for k in range(1, steps + 1):
             # A jump forward has no transforms for the frames in between: pins move linearly.
             targets = self.last_targets + (targets_now - self.last_targets) * (k / steps)
-            self.sim.move_pins(targets)
+            self.sim.move_pins(targets[:rigid])
             self.sim.step(1)
             if len(self.soft):
-                self._pull_soft_pins(targets)
+                self._pull_soft_pins(targets[rigid:])
             self.cache[self.last_frame + k] = np.array(self.sim.positions)
         self.last_frame, self.last_targets = frame, targets_now
         return self.cache[frame]
 
     def _pull_soft_pins(self, targets: np.ndarray) -> None:
-        """Move softly pinned vertices part of the way to their pins, keeping their velocity."""
+        """Move softly pinned vertices part of the way to their pins (targets: (q, 3), in
+        self.soft order), keeping their velocity."""
         state = self.sim.state
-        shift = (targets[self.soft] - state.positions[self.soft]) * self.soft_pull[:, None]
+        shift = (targets - state.positions[self.soft]) * self.soft_pull[:, None]
         state.positions[self.soft] += shift
         state.previous[self.soft] += shift
         self.sim.state = state
@@ -166,4 +172,4 @@ def update_object(obj, scene, depsgraph) -> None:
             live.reset(matrix)
             live.inputs = inputs
     world = live.positions_at(frame, obj, scene, depsgraph)
-    mesh_io.write_key(block, mesh_io.to_local(matrix, world))
+    mesh_io.write_key(block, mesh_io.to_local(matrix, world), live.key_buffer)
