@@ -46,8 +46,10 @@ SHEET_HEIGHT = {"pinned": 1.0, "drape": 0.62}  # m, z of the flat sheet at frame
 SPHERE_RADIUS = 0.5  # m, centred at the origin
 SPHERE_SEGMENTS, SPHERE_RINGS = 32, 16
 WARMUP = 5
-# Measured frames per sheet size: Blender at 100 x 100 with self-collision takes ~0.7 s a frame.
+# Measured frames per sheet size, and with self-collision (Blender takes 2-3 s a frame at
+# 100 x 100 with self-collision on this machine): enough for a stable median in a few minutes.
 FRAMES = {50: 40, 100: 25}
+FRAMES_SELF = {50: 30, 100: 15}
 QUICK_FRAMES = {50: 8, 100: 4}
 FRAMES_BAKE = 250
 BAKE_SIZE = 100
@@ -421,14 +423,14 @@ def run(argv) -> int:
     import bpy
 
     register_addon()
-    frames_for = QUICK_FRAMES if args.quick else FRAMES
     self_collision = core_has_self_collision()
     print(f"Blender {bpy.app.version_string}, numpy {np.__version__}, {machine()}; "
           f"load {os.getloadavg()[0]:.2f}; warm-up {WARMUP} frames", flush=True)
     results = {}
     for n in args.sizes:
-        frames = frames_for.get(n, frames_for[max(frames_for)])
         for kind in args.kinds:
+            table_for = QUICK_FRAMES if args.quick else FRAMES_SELF if kind.endswith("+self") else FRAMES
+            frames = table_for.get(n, table_for[max(table_for)])
             runs = {}
             for way, function in (("blender", run_blender), ("addon", run_addon), ("core", run_core)):
                 if way != "blender" and kind.endswith("+self") and not self_collision:
