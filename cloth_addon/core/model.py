@@ -121,16 +121,15 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
     """Build a ClothModel from a mesh.
 
     vertices: (n, 3) array-like, m. faces: sequence of index sequences (mixed sizes) or
-    (m, k) int array; may be empty when `edges` describe a rope. edges: optional (e, 2) int,
-    mesh edges; those that belong to no face become structural springs with mass from
-    Settings.linear_density. pinned: None, indices, or (n,) bool mask.
+    (m, k) int array; may be empty (a rope from `edges`, or loose particles). edges: optional
+    (e, 2) int, mesh edges; those that belong to no face become structural springs with mass
+    from Settings.linear_density. pinned: None, indices, or (n,) bool mask. Vertices in no
+    face and no edge are free particles of the smallest mass the mesh has (1 g if none).
     """
     positions = _validate_vertices(vertices, settings)
     n = len(positions)
     faces = topology.parse_faces(faces if faces is not None else [], n)
     edges = _validate_edges(edges, n)
-    if not len(faces) and (edges is None or not len(edges)):
-        raise ValueError("the mesh has no faces and no edges: nothing to simulate")
     loose = np.zeros((0, 2), dtype=np.int64)
     if edges is not None and len(edges):
         face_keys = np.unique(topology.pair_keys(faces.corners, faces.corners[faces.next_loop], n))

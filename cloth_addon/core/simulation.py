@@ -14,8 +14,10 @@ from .model import build_model
 from .settings import Settings
 from .state import ClothState
 
-# Positions farther than this from the origin (m) mean the simulation blew up.
-DIVERGENCE_LIMIT = 1e6
+# What counts as blown up: positions beyond this distance from the origin (m; a cloth in free
+# fall for an hour is at 6e7 m) or a spring stretched to this many times its rest length.
+DIVERGENCE_LIMIT = 1e9
+STRETCH_LIMIT = 1e3
 
 
 class SimulationDiverged(RuntimeError):
@@ -137,11 +139,25 @@ class Simulation:
             x_prev, x = x, x_new
             if settings.tear_factor is not None:
                 self._tear(x)
-        if not np.all(np.isfinite(x)) or np.abs(x).max() > DIVERGENCE_LIMIT:
-            raise SimulationDiverged(
-                f"the simulation diverged at frame {self.frame + 1} (positions non-finite or beyond "
-                f"{DIVERGENCE_LIMIT:g} m); lower dt, raise substeps or lower the stiffness")
+        self._check_diverged(x)
         self._x, self._x_prev = x, x_prev
+
+    def _check_diverged(self, x) -> None:
+        """Raise SimulationDiverged instead of accepting garbage; the state stays as it was."""
+        problem = None
+        if not np.all(np.isfinite(x)):
+            problem = "positions are not finite"
+        elif np.abs(x).max() > DIVERGENCE_LIMIT:
+            problem = f"positions are beyond {DIVERGENCE_LIMIT:g} m"
+        elif self.model.n_springs:
+            i, j = self.model.spring_indices.T
+            length = np.linalg.norm(x[i] - x[j], axis=1)
+            if np.any((length > STRETCH_LIMIT * self.model.spring_rest_length) & ~self._torn):
+                problem = f"a spring is stretched past {STRETCH_LIMIT:g} times its rest length"
+        if problem:
+            raise SimulationDiverged(
+                f"the simulation diverged at frame {self.frame + 1} ({problem}); lower dt, raise "
+                "substeps or iterations, or lower the stiffness")
 
     def _collide(self, x, x_before) -> None:
         if not self.colliders:

@@ -140,7 +140,6 @@ def test_colouring_is_a_proper_edge_colouring(grid):
         ([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1)], "fewer than 3"),
         ([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 1)], "fewer than 3 distinct"),
         (np.zeros((0, 3)), [], "empty"),
-        ([(0, 0, 0), (1, 0, 0)], [], "no faces and no edges"),
         ([(0, 0), (1, 0), (0, 1)], [(0, 1, 2)], "shape"),
     ],
 )
