@@ -120,3 +120,18 @@ def test_mesh_limit_refuses_before_building_and_says_how_to_raise_it():
         Simulation(v, [(0, 1, 2)])
     sim = Simulation(np.random.default_rng(0).random((12, 3)), [(0, 1, 2)], Settings(max_vertices=12))
     assert sim.model.n_particles == 12
+
+
+class FlingCollider:
+    """A broken user collider: throws one particle 10 km away (finite, but absurd)."""
+
+    def project(self, positions, previous, movable, margin=0.0, friction=0.0):
+        positions[-1] += 1e4
+
+
+def test_an_exploding_cloth_is_stopped_too():
+    v, f, index = grid(4, 4)
+    sim = Simulation(v, f, Settings(), pinned=index[0], colliders=[FlingCollider()])
+    with pytest.raises(SimulationDiverged, match="grew past"):
+        sim.step()
+    np.testing.assert_array_equal(sim.positions, v)
