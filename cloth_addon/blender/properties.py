@@ -47,13 +47,13 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         name="Density", default=0.15, min=1e-4, soft_max=2.0, precision=3, update=_invalidate,
         description="Mass per area of cloth, kg/m²")
     stretch_stiffness: FloatProperty(
-        name="Stretch", default=5000.0, min=0.0, soft_max=100000.0, update=_invalidate,
+        name="Stretch", default=500.0, min=0.0, soft_max=100000.0, update=_invalidate,
         description="Stiffness of springs along mesh edges, N/m")
     shear_stiffness: FloatProperty(
-        name="Shear", default=500.0, min=0.0, soft_max=20000.0, update=_invalidate,
+        name="Shear", default=50.0, min=0.0, soft_max=20000.0, update=_invalidate,
         description="Stiffness of springs across face diagonals, N/m")
     bend_stiffness: FloatProperty(
-        name="Bending", default=50.0, min=0.0, soft_max=5000.0, update=_invalidate,
+        name="Bending", default=1.0, min=0.0, soft_max=5000.0, update=_invalidate,
         description="Stiffness of springs across edges that resist folding, N/m")
     damping: FloatProperty(
         name="Damping", default=0.01, min=0.0, max=0.99, precision=3, update=_invalidate,

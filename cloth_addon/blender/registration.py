@@ -2,7 +2,7 @@
 
 import bpy
 
-from . import handlers, operators, panels, properties, session
+from . import handlers, mesh_io, operators, panels, properties, session
 
 
 def register():
@@ -15,6 +15,12 @@ def register():
 def unregister():
     handlers.unregister()
     session.clear()
+    # Without the add-on nothing updates the ClothSim keys: mute them so that every cloth object
+    # shows its own mesh again (the handler unmutes a key when it next writes it).
+    for obj in bpy.data.objects:
+        block = mesh_io.sim_key(obj) if obj.type == "MESH" else None
+        if block is not None:
+            block.mute = True
     for cls in reversed(operators.CLASSES + panels.CLASSES):
         bpy.utils.unregister_class(cls)
     properties.unregister()

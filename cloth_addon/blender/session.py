@@ -20,13 +20,22 @@ SOLVER_NAMES = {"FAST_MASS_SPRING": "fast_mass_spring", "VERLET": "verlet"}
 RIGID_PIN = 0.999
 
 
+def scene_inputs(scene) -> tuple:
+    """(frame length s, gravity m/s^2): what the simulation takes from the scene's settings.
+
+    Our own properties drop the simulation when edited (update callbacks); the scene's frame
+    rate and gravity have no such hook, so sessions compare these every frame instead.
+    """
+    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    return scene.render.fps_base / scene.render.fps, gravity
+
+
 def settings_from(props, scene) -> "core.Settings":
     """Core Settings from an object's cloth_addon properties and the scene (fps, gravity, wind)."""
-    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
-    fps = scene.render.fps / scene.render.fps_base
+    dt, gravity = scene_inputs(scene)
     self_distance = props.self_distance if props.use_self_collision else props.collision_distance
     return core.Settings(
-        solver=SOLVER_NAMES[props.solver], dt=1.0 / fps, substeps=props.substeps,
+        solver=SOLVER_NAMES[props.solver], dt=dt, substeps=props.substeps,
         iterations=props.iterations, gravity=gravity, density=props.density,
         stretch_stiffness=props.stretch_stiffness, shear_stiffness=props.shear_stiffness,
         bend_stiffness=props.bend_stiffness, damping=props.damping, air_drag=props.air_drag,
@@ -47,6 +56,7 @@ class ClothSession:
         self.frame_start = props.frame_start
         self.frame_end = max(props.frame_end, props.frame_start)
         settings = settings_from(props, scene)
+        self.scene_inputs = scene_inputs(scene)
         # Self-collision and collider distance differ: colliders get the difference as thickness.
         self.collider_extra = props.collision_distance - settings.collision_distance
         pull = mesh_io.read_group_weights(obj, props.pin_group) * props.pin_stiffness
@@ -132,7 +142,8 @@ def get(obj, scene, depsgraph, rebuild: bool = False) -> ClothSession:
     """The object's session, built (again) when missing, stale or asked for."""
     uid = obj.session_uid
     existing = _sessions.get(uid)
-    if rebuild or existing is None or existing.vertex_count != len(obj.data.vertices):
+    if (rebuild or existing is None or existing.vertex_count != len(obj.data.vertices)
+            or existing.scene_inputs != scene_inputs(scene)):
         existing = _sessions[uid] = ClothSession(obj, scene, depsgraph)
         errors.pop(uid, None)
     return existing
@@ -173,3 +184,5 @@ def update_object(obj, scene, depsgraph) -> None:
             live.inputs = inputs
     world = live.positions_at(frame, obj, scene, depsgraph)
     mesh_io.write_key(block, mesh_io.to_local(matrix, world), live.key_buffer)
+    if block.mute:  # muted when the add-on was disabled; playing again shows the cloth again
+        block.mute = False

@@ -67,16 +67,17 @@ def test_jump_forward_simulates_the_frames_in_between(scene):
 def test_soft_pins_hang_between_free_and_rigid(scene):
     obj = make_grid(cuts=6)
     group = pin(obj, [0, 5])
-    group.add([2], 0.5, "REPLACE")
+    middle = len(obj.data.vertices) // 2  # far from the rigid pins, so it sags a lot when free
+    group.add([middle], 0.5, "REPLACE")
     make_cloth(obj, pin_stiffness=1.0)
     free = make_cloth(make_grid(cuts=6, location=(3.0, 0.0, 1.0), name="Free"))
     pin(free, [0, 5])
     select_only(free)
     bpy.ops.cloth_addon.reset()
     play(scene, 15)
-    rest_z = mesh_io.read_positions(obj.data)[2, 2]
-    soft_drop = rest_z - evaluated_local(obj)[2, 2]
-    free_drop = rest_z - evaluated_local(free)[2, 2]
+    rest_z = mesh_io.read_positions(obj.data)[middle, 2]
+    soft_drop = rest_z - evaluated_local(obj)[middle, 2]
+    free_drop = rest_z - evaluated_local(free)[middle, 2]
     assert 0.0 < soft_drop < 0.5 * free_drop
 
 
