@@ -135,3 +135,18 @@ def test_one_sided_springs_do_not_resist_compression(grid):
     sim.state = type(sim.state)(v * 0.7, v * 0.7)  # compressed below rest everywhere
     sim.step(5)
     np.testing.assert_allclose(sim.positions, v * 0.7, atol=1e-12)
+
+
+def test_damping_does_not_depend_on_the_iteration_count(grid):
+    # a falling sheet: each frame keeps (1 - damping) of its velocity and gains g h, whatever the
+    # number of iterations (damping lives in the prediction, not in the iterations)
+    v, f, _ = grid(6, 6, plane="xy")
+    damping, frames, h = 0.1, 30, Settings().dt
+    velocity, drop = 0.0, 0.0
+    for _ in range(frames):
+        velocity = (1 - damping) * velocity + 9.81 * h
+        drop += velocity * h
+    for iterations in (1, 10, 40):
+        sim = Simulation(v, f, Settings(iterations=iterations, damping=damping, air_drag=0.0))
+        sim.step(frames)
+        np.testing.assert_allclose(v[:, 2] - sim.positions[:, 2], drop, rtol=1e-9)
