@@ -9,6 +9,7 @@ Known property (the paper's Fig. 4): more iterations make this cloth stiffer.
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..colouring import colour_springs
 from ..topology import STRUCTURAL
@@ -17,8 +18,10 @@ from ..topology import STRUCTURAL
 class VerletSolver:
     """Solver for one ClothModel; `advance` computes one substep.
 
-    Inside the relaxation x, y and z are separate contiguous arrays: gathering from 1-D arrays
-    measured 3x faster than from an (n, 3) or (3, n) array.
+    Inside the relaxation positions are one flat coordinate-major array [x..., y..., z...]. Per
+    colour, one sparse product gathers every p_j - p_i as a (3, k) block, and one more scatters
+    the weighted corrections back: about 15 numpy calls per colour instead of 36 with fancy
+    indexing (measured 1.5x faster at 50 x 50).
     """
 
     def __init__(self, model, settings):
@@ -35,17 +38,28 @@ class VerletSolver:
         movable = ((wi + wj) > 0.0) & (k > 0.0)
         one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
         colour = colour_springs(model.spring_indices, model.n_particles)
+        n = model.n_particles
         self.colours = []
         for c in range(colour.max() + 1 if len(colour) else 0):
             ids = np.flatnonzero((colour == c) & movable)
             if not len(ids):
                 continue
             denom = wi[ids] + wj[ids] + compliance[ids]
+            ci, cj = wi[ids] / denom, wj[ids] / denom
+            gi, gj, e = i[ids], j[ids], np.arange(len(ids))
+            ones = np.ones(len(ids))
+            gather = sp.csr_matrix((np.concatenate([ones, -ones]), (np.tile(e, 2), np.concatenate([gj, gi]))),
+                                   shape=(len(ids), n))
+            scatter = sp.csr_matrix((np.concatenate([ci, -cj]), (np.concatenate([gi, gj]), np.tile(e, 2))),
+                                    shape=(n, len(ids)))
             self.colours.append({
-                "ids": ids, "i": i[ids], "j": j[ids], "rest": model.spring_rest_length[ids],
-                "ci": wi[ids] / denom, "cj": wj[ids] / denom, "compliance": compliance[ids],
+                "ids": ids, "i": gi, "j": gj, "rest": model.spring_rest_length[ids],
+                "ci": ci, "cj": cj, "compliance": compliance[ids],
                 "inv_denom": 1.0 / denom, "one_sided": one_sided[ids] if one_sided.any() else None,
                 "active": None,  # None while nothing is torn: saves two products per colour
+                # p_j - p_i for x, y, z at once; corrections +ci at i, -cj at j
+                "gather": sp.block_diag([gather] * 3, format="csr"),
+                "scatter": sp.block_diag([scatter] * 3, format="csr"),
             })
         self.has_compliance = bool(np.any(compliance > 0.0))
 
@@ -64,13 +78,12 @@ class VerletSolver:
 
     def advance(self, positions, previous, accel, h, pin_targets):
         """One substep: (n, 3) positions after prediction and relaxation (before collisions)."""
-        x, y, z = np.ascontiguousarray(self.predict(positions, previous, accel, h, pin_targets).T)
+        flat = np.ascontiguousarray(self.predict(positions, previous, accel, h, pin_targets).T).ravel()
         lambdas = [np.zeros(len(g["ids"])) for g in self.colours] if self.has_compliance else None
         for _ in range(self.iterations):
             for index, g in enumerate(self.colours):
-                i, j = g["i"], g["j"]
-                dx, dy, dz = x[j] - x[i], y[j] - y[i], z[j] - z[i]
-                length = np.sqrt(dx * dx + dy * dy + dz * dz)
+                d = (g["gather"] @ flat).reshape(3, -1)
+                length = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
                 error = length - g["rest"]
                 if g["one_sided"] is not None:
                     error = np.where(g["one_sided"], np.maximum(error, 0.0), error)
@@ -80,12 +93,6 @@ class VerletSolver:
                     lam = lambdas[index]
                     error += g["compliance"] * lam
                     lam -= error * g["inv_denom"]
-                scale = error / np.maximum(length, 1e-12)
-                si, sj = g["ci"] * scale, g["cj"] * scale
-                x[i] += dx * si
-                y[i] += dy * si
-                z[i] += dz * si
-                x[j] -= dx * sj
-                y[j] -= dy * sj
-                z[j] -= dz * sj
-        return np.stack([x, y, z], axis=1)
+                d *= error / np.maximum(length, 1e-12)
+                flat += g["scatter"] @ d.ravel()
+        return np.ascontiguousarray(flat.reshape(3, -1).T)
