@@ -17,15 +17,23 @@ from .fast_mass_spring import FastMassSpringSolver
 class NewtonSolver(FastMassSpringSolver):
     """Same prediction, pins and tearing as the fast solver; a different minimiser."""
 
+    def working(self, x) -> np.ndarray:
+        """(s,) bool: springs with energy at x (active, and not a compressed one-sided spring)."""
+        if not self.one_sided.any():
+            return self.active
+        i, j = self.model.spring_indices.T
+        compressed = np.linalg.norm(x[i] - x[j], axis=1) < self.rest
+        return self.active & ~(self.one_sided & compressed)
+
     def objective(self, x, y) -> float:
-        """g(x), J: inertia plus h^2 times the spring energy of the active springs."""
+        """g(x), J: inertia plus h^2 times the spring energy of the working springs."""
         inertia = 0.5 * float(np.sum(self.model.mass[:, None] * (x - y) ** 2))
-        return inertia + self.h * self.h * self.model.energy(x, self.active)
+        return inertia + self.h * self.h * self.model.energy(x, self.working(x))
 
     def gradient(self, x, y) -> np.ndarray:
         """(f, 3) dg/dx over the free particles."""
-        grad = self.model.mass[:, None] * (x - y) - self.h * self.h * self.model.spring_forces(x, self.active)
-        return grad[self.free]
+        forces = self.model.spring_forces(x, self.working(x))
+        return (self.model.mass[:, None] * (x - y) - self.h * self.h * forces)[self.free]
 
     def hessian(self, x) -> sp.csc_matrix:
         """(3f, 3f) M + h^2 * (clamped spring Hessian) over the free particles."""
@@ -33,7 +41,7 @@ class NewtonSolver(FastMassSpringSolver):
         delta = x[i] - x[j]
         length = np.maximum(np.linalg.norm(delta, axis=1), 1e-12)
         n = delta / length[:, None]
-        k = np.where(self.active, self.model.spring_stiffness, 0.0)
+        k = np.where(self.working(x), self.model.spring_stiffness, 0.0)
         outer = n[:, :, None] * n[:, None, :]
         soft = np.maximum(0.0, 1.0 - self.rest / length)
         block = k[:, None, None] * (outer + soft[:, None, None] * (np.eye(3) - outer))
