@@ -114,9 +114,18 @@ def to_world(matrix: np.ndarray, local: np.ndarray) -> np.ndarray:
     return local @ matrix[:3, :3].T + matrix[:3, 3]
 
 
-def to_local(matrix: np.ndarray, world: np.ndarray) -> np.ndarray:
+def to_local(matrix: np.ndarray, world: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """(n, 3) local coordinates of world positions; into `out` (float32 allowed) when given."""
+    if np.array_equal(matrix[:3, :3], np.eye(3)):
+        # Unrotated and unscaled (the usual cloth): the solve below would return exactly this,
+        # computed in float64 and rounded once into out, without the LAPACK call and copies.
+        return np.subtract(world, matrix[:3, 3], out=out)
     # Solving instead of inverting keeps the round trip exact enough for scaled objects.
-    return np.linalg.solve(matrix[:3, :3], (world - matrix[:3, 3]).T).T
+    local = np.linalg.solve(matrix[:3, :3], (world - matrix[:3, 3]).T).T
+    if out is None:
+        return local
+    np.copyto(out, local)
+    return out
 
 
 def ensure_sim_key(obj):

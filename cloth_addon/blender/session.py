@@ -183,6 +183,6 @@ def update_object(obj, scene, depsgraph) -> None:
             live.reset(matrix)
             live.inputs = inputs
     world = live.positions_at(frame, obj, scene, depsgraph)
-    mesh_io.write_key(block, mesh_io.to_local(matrix, world), live.key_buffer)
+    mesh_io.write_key(block, mesh_io.to_local(matrix, world, out=live.key_buffer))
     if block.mute:  # muted when the add-on was disabled; playing again shows the cloth again
         block.mute = False
