@@ -343,6 +343,32 @@ def bake_once(target: str, n: int, frames: int) -> dict:
             "pc2_mb": size / 2**20}
 
 
+def cpu_busy(seconds: float = 1.0) -> float:
+    """Fraction of all CPUs busy over `seconds` (Linux /proc/stat; nan elsewhere). Called while
+    this process sleeps, so it is what the other processes on the machine use."""
+    def sample():
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(values), values[3] + values[4]  # total, idle + iowait
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return 1.0 - (idle1 - idle0) / max(1, total1 - total0)
+
+
+def wait_for_quiet(limit: float, patience: float) -> float:
+    """Wait up to `patience` seconds until other processes use at most `limit` of the CPUs (other
+    engineers' test runs share this machine and slow Blender's threads more than our one)."""
+    deadline = time.monotonic() + patience
+    busy = cpu_busy()
+    while busy > limit and time.monotonic() < deadline:
+        busy = cpu_busy()
+    return busy
+
+
 def rss_now() -> float:
     """Resident set size of this process now, MiB (Linux; nan elsewhere)."""
     try:
@@ -475,6 +501,10 @@ def run(argv) -> int:
     parser.add_argument("--no-bake", action="store_true", help="skip the bake throughput runs")
     parser.add_argument("--no-chart", action="store_true", help=f"do not write {CHART.relative_to(ROOT)}")
     parser.add_argument("--only", nargs="+", metavar="TEXT", help="scenes whose label contains any TEXT")
+    parser.add_argument("--quiet", type=float, default=0.2, metavar="FRACTION",
+                        help="before each run wait until other processes use at most this share of the CPUs")
+    parser.add_argument("--patience", type=float, default=20.0, metavar="SECONDS",
+                        help="... but no longer than this (default 20 s)")
     parser.add_argument("--bake-child", nargs=3, metavar=("TARGET", "N", "FRAMES"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.bake_child:
@@ -487,21 +517,24 @@ def run(argv) -> int:
     register_addon()
     self_collision = core_has_self_collision()
     print(f"Blender {bpy.app.version_string}, numpy {np.__version__}, {machine()}; "
-          f"load {os.getloadavg()[0]:.2f}; warm-up {WARMUP} frames", flush=True)
+          f"load {os.getloadavg()[0]:.2f}; warm-up {WARMUP} frames; median ms/frame", flush=True)
     results = {}
     for scene in SCENES:
         if args.only and not any(text in scene.label for text in args.only):
             continue
         frames = scene.frames(args.quick)
-        runs = {}
+        runs, busy = {}, []
         for way, function in (("blender", run_blender), ("addon", run_addon), ("core", run_core)):
             if way != "blender" and scene.self_collision and not self_collision:
                 runs[way] = Run(note="core has no self-collision yet")
                 continue
+            busy.append(wait_for_quiet(args.quiet, args.patience))
             runs[way] = function(scene, frames)
         results[scene] = runs
         timings = ", ".join(f"{way} {fmt(r.ms)} ms" for way, r in runs.items())
-        print(f"  {scene.label:22s} {frames} frames: {timings}; load {os.getloadavg()[0]:.2f}", flush=True)
+        others = "/".join(f"{100 * b:.0f}" for b in busy)
+        print(f"  {scene.label:22s} {frames} frames: {timings}; other processes' CPU before each: {others}%",
+              flush=True)
     print()
     print(table(results))
     if not self_collision:
@@ -515,11 +548,13 @@ def run(argv) -> int:
         print(f"\nbake of {frames} frames, {BAKE_SIZE}x{BAKE_SIZE} pinned sheet, end to end "
               "(fresh process each):")
         for target in ("SHAPE_KEYS", "PC2"):
+            busy = wait_for_quiet(args.quiet, args.patience)
             info = bake_in_subprocess(target, BAKE_SIZE, frames)
             per_frame = 1000 * info["seconds"] / frames
             print(f"  {target:10s} {info['seconds']:6.1f} s ({per_frame:.0f} ms/frame); "
                   f"RSS {info['rss_before_mb']:.0f} MiB before, peak {info['rss_peak_mb']:.0f} MiB; "
-                  f"{info['shape_keys']} shape keys, PC2 {info['pc2_mb']:.1f} MiB", flush=True)
+                  f"{info['shape_keys']} shape keys, PC2 {info['pc2_mb']:.1f} MiB; "
+                  f"other processes' CPU before: {100 * busy:.0f}%", flush=True)
             bakes.append(info)
     print("\ntargets (issue 6):")
     for line in target_report(results, bakes):
