@@ -1,10 +1,10 @@
 """Spring topology, masses and triangles on small hand-made meshes (REFERENCE.md section 1)."""
 
-import itertools
 import warnings
 
 import numpy as np
 import pytest
+from seed_port import seed_constraints
 
 from cloth_addon.core import Settings, build_model
 from cloth_addon.core.colouring import colour_springs
@@ -57,23 +57,8 @@ def test_pentagon_shear_is_every_chord():
 
 
 def seed_springs(cols, rows):
-    """The seed's Cloth constructor (000 section 7), ported literally."""
-    at = lambda r, c: r * cols + c  # noqa: E731
-    pairs = set()
-    for r, c in itertools.product(range(rows), range(cols)):
-        cand = []
-        if c < cols - 1:
-            cand.append((at(r, c), at(r, c + 1)))
-        if r < rows - 1:
-            cand.append((at(r, c), at(r + 1, c)))
-        if c < cols - 1 and r < rows - 1:
-            cand += [(at(r, c), at(r + 1, c + 1)), (at(r, c + 1), at(r + 1, c))]
-        if c < cols - 2:
-            cand.append((at(r, c), at(r, c + 2)))
-        if r < rows - 2:
-            cand.append((at(r, c), at(r + 2, c)))
-        pairs |= {tuple(sorted(p)) for p in cand}
-    return pairs
+    """The seed's constraints as a set of sorted pairs."""
+    return {tuple(sorted(pair)) for pair in seed_constraints(cols, rows)}
 
 
 def test_grid_springs_equal_the_seeds(grid):

@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from seed_port import seed_constraints
 
 from cloth_addon.core import Settings, Simulation, SphereCollider
 
@@ -73,19 +74,7 @@ def seed_reference(frames):
     pos = np.array([(c * SPACING, -r * SPACING, 0.0) for r in range(ROWS) for c in range(COLS)])
     prev = pos.copy()
     pinned = np.array([r == 0 for r in range(ROWS) for c in range(COLS)])
-    at = lambda r, c: r * COLS + c  # noqa: E731
-    cons = []
-    for r, c in itertools.product(range(ROWS), range(COLS)):
-        if c < COLS - 1:
-            cons.append((at(r, c), at(r, c + 1)))
-        if r < ROWS - 1:
-            cons.append((at(r, c), at(r + 1, c)))
-        if c < COLS - 1 and r < ROWS - 1:
-            cons += [(at(r, c), at(r + 1, c + 1)), (at(r, c + 1), at(r + 1, c))]
-        if c < COLS - 2:
-            cons.append((at(r, c), at(r, c + 2)))
-        if r < ROWS - 2:
-            cons.append((at(r, c), at(r + 2, c)))
+    cons = seed_constraints(COLS, ROWS)
     rest = [np.linalg.norm(pos[b] - pos[a]) for a, b in cons]
     dt, g = 0.016, np.array([0.0, -9.8, 0.0])
     for _ in range(frames):
