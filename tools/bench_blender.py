@@ -339,8 +339,8 @@ def bake_once(target: str, n: int, frames: int) -> dict:
     size = sum(f.stat().st_size for f in Path(folder).glob("*.pc2"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
     return {"target": target, "frames": frames, "vertices": n * n, "seconds": seconds,
-            "rss_before_mb": rss_before, "rss_peak_mb": peak, "shape_keys": written,
-            "pc2_mb": size / 2**20}
+            "rss_before_mb": rss_before, "rss_peak_mb": peak, "rss_after_mb": rss_now(),
+            "shape_keys": written, "pc2_mb": size / 2**20}
 
 
 def cpu_busy(seconds: float = 1.0) -> float:
@@ -422,7 +422,12 @@ def chart(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [scene.label.replace(" ", "\n", 1) for scene in results]
+    def label(scene, runs):
+        blender, addon = runs["blender"], runs["addon"]
+        ratio = f"add-on 1/{blender.ms / addon.ms:.1f}" if addon.times and blender.times else "add-on n/a"
+        return scene.label.replace(" ", "\n", 1) + "\n" + ratio
+
+    labels = [label(scene, runs) for scene, runs in results.items()]
     x = np.arange(len(labels))
     width = 0.27
     fig, ax = plt.subplots(figsize=(11, 4.8), dpi=110)
@@ -442,6 +447,8 @@ def chart(results: dict, path: Path) -> None:
                  "(fast mass-spring, 10 iterations)")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
+    fig.text(0.99, 0.01, f"{time.strftime('%Y-%m-%d')}, {machine()}", ha="right", va="bottom", fontsize=7,
+             color="0.4")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
@@ -552,7 +559,8 @@ def run(argv) -> int:
             info = bake_in_subprocess(target, BAKE_SIZE, frames)
             per_frame = 1000 * info["seconds"] / frames
             print(f"  {target:10s} {info['seconds']:6.1f} s ({per_frame:.0f} ms/frame); "
-                  f"RSS {info['rss_before_mb']:.0f} MiB before, peak {info['rss_peak_mb']:.0f} MiB; "
+                  f"RSS {info['rss_before_mb']:.0f} MiB before, peak {info['rss_peak_mb']:.0f}, "
+                  f"after {info['rss_after_mb']:.0f} MiB; "
                   f"{info['shape_keys']} shape keys, PC2 {info['pc2_mb']:.1f} MiB; "
                   f"other processes' CPU before: {100 * busy:.0f}%", flush=True)
             bakes.append(info)
