@@ -101,6 +101,23 @@ def table1(results):
                   f"{fast_ms:.1f} ms against {newton_ms:.0f} ms")
 
 
+def rho_sweep(results):
+    """Error after 10 iterations against Chebyshev's spectral-radius estimate rho."""
+    rhos = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
+    print("\nChebyshev: error after 10 iterations against rho (no acceleration: rho column 'off')")
+    print(f"  {'scene':<10}{'off':>10}" + "".join(f"{rho:>10}" for rho in rhos))
+    for scene, data in results.items():
+        problem, exact = data["problem"], data["exact"]
+        cells = [data["fast"][0][10]]
+        for rho in rhos:
+            settings = problem.sim.settings.replace(chebyshev=True, chebyshev_rho=rho)
+            solver = FastMassSpringSolver(problem.sim.model, settings)
+            y = solver.predict(*problem.args())
+            x = solver.advance(*problem.args(), iterations=10, start_at_y=True)
+            cells.append(np.linalg.norm(x - exact) / np.linalg.norm(y - exact))
+        print(f"  {scene:<10}" + "".join(f"{c:>10.2e}" for c in cells))
+
+
 def figure2(results, path):
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
     for row, (scene, data) in enumerate(results.items()):
@@ -180,11 +197,13 @@ def main(argv: list[str]) -> int:
         exact = exact_solution(problem)
         results[scene] = {
             "problem": problem,
+            "exact": exact,
             "fast": trace(problem, exact, "fast", 100),
             "cheb": trace(problem, exact, "fast", 100, chebyshev=True),
             "newton": trace(problem, exact, "newton", 6),
         }
     table1(results)
+    rho_sweep(results)
     figure2(results, DOCS / "paper_fig2.png")
     print(f"\nwrote {DOCS / 'paper_fig2.png'}")
     figure4(DOCS / "paper_fig4.png")
