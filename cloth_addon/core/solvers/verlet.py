@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..colouring import colour_springs
+from ..sparse_ops import MatVec
 from ..topology import STRUCTURAL
 
 
@@ -58,8 +59,8 @@ class VerletSolver:
                 "inv_denom": 1.0 / denom, "one_sided": one_sided[ids] if one_sided.any() else None,
                 "active": None,  # None while nothing is torn: saves two products per colour
                 # p_j - p_i for x, y, z at once; corrections +ci at i, -cj at j
-                "gather": sp.block_diag([gather] * 3, format="csr"),
-                "scatter": sp.block_diag([scatter] * 3, format="csr"),
+                "gather": MatVec(sp.block_diag([gather] * 3)),
+                "scatter": MatVec(sp.block_diag([scatter] * 3)),
             })
         self.has_compliance = bool(np.any(compliance > 0.0))
 
@@ -82,7 +83,7 @@ class VerletSolver:
         lambdas = [np.zeros(len(g["ids"])) for g in self.colours] if self.has_compliance else None
         for _ in range(self.iterations):
             for index, g in enumerate(self.colours):
-                d = (g["gather"] @ flat).reshape(3, -1)
+                d = g["gather"](flat).reshape(3, -1)
                 length = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
                 error = length - g["rest"]
                 if g["one_sided"] is not None:
@@ -94,5 +95,5 @@ class VerletSolver:
                     error += g["compliance"] * lam
                     lam -= error * g["inv_denom"]
                 d *= error / np.maximum(length, 1e-12)
-                flat += g["scatter"] @ d.ravel()
+                g["scatter"].add_into(d.ravel(), flat)
         return np.ascontiguousarray(flat.reshape(3, -1).T)
