@@ -128,3 +128,19 @@ def uv_sphere(radius=1.0, segments=32, rings=16, center=(0.0, 0.0, 0.0)):
     a, b, c, d = index[:-1], nxt[:-1], nxt[1:], index[1:]
     quads = np.concatenate([np.stack([a, d, c], -1).reshape(-1, 3), np.stack([a, c, b], -1).reshape(-1, 3)])
     return vertices, np.concatenate([caps_top, quads, caps_bottom]).astype(np.int64)
+
+
+def segment_closest(p1, q1, p2, q2):
+    """Parameters (s, t), each (k,) in [0, 1], of the closest points p1 + s (q1 - p1) and
+    p2 + t (q2 - p2) of two segments (Ericson 5.1.9); parallel segments take s = 0."""
+    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
+    a, e, f = _dot(d1, d1), _dot(d2, d2), _dot(d2, r)
+    c, b = _dot(d1, r), _dot(d1, d2)
+    a_safe, e_safe = np.maximum(a, 1e-300), np.maximum(e, 1e-300)
+    denom = a * e - b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(denom > 1e-12 * a * e, np.clip((b * f - c * e) / denom, 0.0, 1.0), 0.0)
+    t = (b * s + f) / e_safe
+    low, high = t < 0.0, t > 1.0
+    s = np.where(low, np.clip(-c / a_safe, 0.0, 1.0), np.where(high, np.clip((b - c) / a_safe, 0.0, 1.0), s))
+    return s, np.clip(t, 0.0, 1.0)

@@ -3,7 +3,8 @@
 One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
     accel    = gravity + drag/wind                       (forces.py)
     x_new    = solver.advance(x, x_prev, accel, h)       (prediction + constraints / implicit solve)
-    x_new    = colliders project it out of their bodies  (colliders.py)
+    x_new    = colliders project it out of their bodies  (colliders.py, mesh_collider.py)
+    x_new    = self-collision, then the colliders again   (self_collision.py, if enabled)
     tearing  = springs longer than rest * tear_factor break for good
 """
 
@@ -162,12 +163,25 @@ class Simulation:
                 "substeps or iterations, or lower the stiffness")
 
     def _collide(self, x, x_before) -> None:
-        if not self.colliders:
-            return
         movable = ~self.model.pinned
         margin, friction = self.settings.collision_distance, self.settings.friction
+        free = x.copy() if self.settings.self_collision and self.colliders else x
         for collider in self.colliders:
             collider.project(x, x_before, movable, margin, friction)
+        if self.settings.self_collision:
+            self._self_collision().project(x, x_before, x - free if free is not x else None)
+            # Colliders have the last word: self-collision may have pushed a layer into one.
+            for collider in self.colliders:
+                collider.project(x, x_before, movable, margin, friction)
+
+    def _self_collision(self):
+        """The SelfCollision for the current model and settings (settings may be replaced)."""
+        from .self_collision import SelfCollision
+        key = (self.settings.collision_distance, self.settings.friction)
+        cached = getattr(self, "_self_collider", None)
+        if cached is None or cached[0] != key:
+            self._self_collider = (key, SelfCollision(self.model, *key))
+        return self._self_collider[1]
 
     def _tear(self, x) -> None:
         """Break springs stretched past rest * tear_factor; refactor solvers once if any broke."""
