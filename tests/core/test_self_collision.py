@@ -1,0 +1,176 @@
+"""Self-collision and mesh colliders in whole simulations: folds, drapes, the paper's curtain and ball."""
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+from cloth_addon.core import ClothState, MeshCollider, PlaneCollider, Settings, Simulation
+from cloth_addon.core.geometry import segment_triangle_hits, uv_sphere
+from cloth_addon.core.scenes import grid as make_grid
+from cloth_addon.core.self_collision import SelfCollision
+
+SOLVERS = ["fast_mass_spring", "verlet", "newton"]
+
+
+def edge_triangle_crossings(x, edges, triangles) -> int:
+    """How many (edge, triangle) pairs that share no vertex intersect. Exact: a k-d tree only skips
+    pairs whose bounding spheres (edge midpoint + half length, centroid + farthest corner) are apart."""
+    mid = 0.5 * (x[edges[:, 0]] + x[edges[:, 1]])
+    half = 0.5 * np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
+    centre = x[triangles].mean(axis=1)
+    radius = np.linalg.norm(x[triangles] - centre[:, None], axis=2).max(axis=1)
+    reach = half.max() + radius.max()
+    near = cKDTree(mid).sparse_distance_matrix(cKDTree(centre), reach, output_type="ndarray")
+    e, t = near["i"], near["j"]
+    e, t = edges[e], triangles[t]
+    disjoint = ~np.any(e[:, :1] == t, axis=1) & ~np.any(e[:, 1:] == t, axis=1)
+    e, t = e[disjoint], t[disjoint]
+    return int(segment_triangle_hits(x[e[:, 0]], x[e[:, 1]], x[t[:, 0]], x[t[:, 1]], x[t[:, 2]]).sum())
+
+
+def _counter(sim):
+    edges = sim.model.spring_indices[sim.model.spring_kind == 0]
+    return lambda: edge_triangle_crossings(np.array(sim.positions), edges, sim.model.triangles)
+
+
+def test_crossing_counter_matches_brute_force():
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0.0, 1.0, size=(40, 3))
+    triangles = rng.choice(40, size=(60, 3), replace=True)
+    triangles = triangles[(triangles[:, 0] != triangles[:, 1]) & (triangles[:, 1] != triangles[:, 2])
+                          & (triangles[:, 0] != triangles[:, 2])]
+    edges = rng.choice(40, size=(80, 2))
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    brute = 0
+    for a, b in edges:
+        for tri in triangles:
+            if a in tri or b in tri:
+                continue
+            brute += bool(segment_triangle_hits(x[[a]], x[[b]], *(x[[k]] for k in tri))[0])
+    assert brute > 0 and edge_triangle_crossings(x, edges, triangles) == brute
+
+
+def _folding_strip(solver, self_collision):
+    """A 1.2 m x 0.1 m strip (spacing 2.5 cm): half lies on the floor, half stands up leaning back
+    over it, and falls onto the lying half (a 180 degree fold onto itself)."""
+    vertices, faces, _ = make_grid(49, 5, 1.0, "xy")
+    vertices = vertices * (1.2, 0.1, 1.0)
+    thickness = 0.025
+    settings = Settings(solver=solver, self_collision=self_collision, collision_distance=thickness,
+                        substeps=4, friction=0.5, bend_stiffness=1.0)
+    sim = Simulation(vertices, faces, settings, colliders=[PlaneCollider()])
+    standing = np.maximum(vertices[:, 0] - 0.6, 0.0)
+    start = vertices.copy()
+    start[:, 0] = np.minimum(vertices[:, 0], 0.6) - standing * np.sin(0.3)
+    start[:, 2] = thickness + standing * np.cos(0.3)
+    sim.state = ClothState(start, start.copy(), None)
+    return sim
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_strip_folds_onto_itself_without_passing_through(solver):
+    sim = _folding_strip(solver, self_collision=True)
+    count = _counter(sim)
+    for frame in range(30):
+        sim.step(1)
+        assert count() == 0, f"frame {frame + 1}"
+    x = sim.positions
+    assert x[:, 2].min() >= 0.025 - 1e-9, "nothing below the floor"
+    assert x[:, 2].max() > 0.04, "the strip lies in (at least) two layers"
+    assert x[:, 0].max() < 0.75, "the standing half folded back over the lying half"
+
+
+def test_the_fold_does_pass_through_without_self_collision():
+    # The scene above is a real test: without self-collision the layers interpenetrate.
+    sim = _folding_strip("fast_mass_spring", self_collision=False)
+    count = _counter(sim)
+    crossings = []
+    for _ in range(30):
+        sim.step(1)
+        crossings.append(count())
+    assert max(crossings) > 0
+
+
+def test_sheet_falling_onto_a_pinned_sheet_stays_on_top():
+    vertices, faces, index = make_grid(9, 9, 0.2, "xy")
+    n = len(vertices)
+    both = np.concatenate([vertices, vertices + (0.012, 0.013, 0.15)])
+    sim = Simulation(both, np.concatenate([faces, faces + n]),
+                     Settings(self_collision=True, collision_distance=0.01, substeps=2),
+                     pinned=np.arange(n))
+    for _ in range(24):
+        sim.step(1)
+    x = sim.positions
+    over = np.all((x[n:, :2] > 0.02) & (x[n:, :2] < 0.18), axis=1)
+    assert over.sum() > 20
+    assert np.all(x[n:][over, 2] >= 0.01 - 1e-3), "the falling sheet rests a thickness above"
+    assert np.array_equal(x[:n], vertices), "pinned particles do not move"
+
+
+def test_flat_sheet_has_no_self_contacts():
+    vertices, faces, _ = make_grid(20, 20, 1.0, "xy")
+    sim = Simulation(vertices, faces, Settings(collision_distance=0.03))
+    x = vertices.copy()
+    SelfCollision(sim.model, 0.03, 0.3).project(x, vertices.copy())
+    assert np.array_equal(x, vertices)
+
+
+def test_self_collision_rejects_a_negative_thickness():
+    vertices, faces, _ = make_grid(3, 3)
+    with pytest.raises(ValueError, match="thickness"):
+        SelfCollision(Simulation(vertices, faces).model, -0.01, 0.3)
+
+
+@pytest.mark.parametrize("solver", ["fast_mass_spring", "verlet"])  # newton: the fold test covers it
+def test_drape_over_a_mesh_sphere_on_a_floor(solver):
+    ball_vertices, ball_triangles = uv_sphere(0.3, 24, 12, center=(0.0, 0.0, 0.3))
+    ball = MeshCollider(ball_vertices, ball_triangles, thickness=0.005)
+    floor = MeshCollider([(-2, -2, 0), (2, -2, 0), (2, 2, 0), (-2, 2, 0)], [(0, 1, 2), (0, 2, 3)])
+    vertices, faces, _ = make_grid(25, 25, 1.2, "xy")
+    vertices = vertices + (-0.6, -0.6, 0.7)
+    thickness = 0.05  # the spacing: folds cannot be tighter
+    settings = Settings(solver=solver, self_collision=True, collision_distance=thickness, substeps=2,
+                        bend_stiffness=1.0)
+    sim = Simulation(vertices, faces, settings, colliders=[ball, floor])
+    for _ in range(36):
+        sim.step(1)
+        x = np.array(sim.positions)
+        _, distance, inside, _ = ball.closest(x, max_distance=0.1)
+        assert not inside.any()
+        assert np.all(distance >= 0.005 + thickness - 1e-6)
+        assert x[:, 2].min() >= thickness - 1e-6
+    assert _counter(sim)() == 0
+    assert np.linalg.norm(x[:, :2], axis=1).max() > 0.45, "the sheet draped down past the ball"
+
+
+def curtain_and_ball(solver="fast_mass_spring", frames=48, speed=0.02):
+    """The paper's collision experiment: a pinned 1 m curtain and a ball (UV-sphere mesh, r = 0.2 m)
+    moving `speed` m per frame along +y through where the curtain hangs. Yields (frame, positions,
+    ball collider) after every frame."""
+    vertices, faces, index = make_grid(21, 21, 1.0, "xz")
+    vertices = vertices + (-0.5, 0.0, 1.2)
+    settings = Settings(solver=solver, self_collision=True, collision_distance=0.02, substeps=2)
+    ball_vertices, ball_triangles = uv_sphere(0.2, 24, 12)
+    start = np.array([0.0, -0.4, 0.6])
+    ball = MeshCollider(ball_vertices + start, ball_triangles)
+    sim = Simulation(vertices, faces, settings, pinned=index[0], colliders=[ball])
+    for frame in range(1, frames + 1):
+        ball.update(ball_vertices + start + (0.0, speed * frame, 0.0))
+        sim.step(1)
+        yield frame, np.array(sim.positions), ball
+
+
+@pytest.mark.parametrize("solver", ["fast_mass_spring", "verlet"])
+def test_curtain_hit_by_a_moving_ball_keeps_out_of_it_in_every_frame(solver):
+    pushed = 0.0
+    runs = []
+    for frame, x, ball in curtain_and_ball(solver):
+        _, distance, inside, _ = ball.closest(x, max_distance=0.1)
+        assert not inside.any(), f"frame {frame}"
+        assert np.all(distance >= 0.02 - 1e-6), f"frame {frame}"
+        pushed = max(pushed, x[:, 1].max())
+        runs.append(x)
+    assert pushed > 0.2, "the ball pushed the curtain along"
+    assert np.all(np.isfinite(runs[-1]))
+    again = [x for _, x, _ in curtain_and_ball(solver, frames=12)]
+    assert np.array_equal(again[-1], runs[11]), "deterministic"
