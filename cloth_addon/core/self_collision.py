@@ -68,6 +68,8 @@ class SelfCollision:
         structural = model.spring_kind == 0
         edges = model.spring_indices[structural] if np.any(structural) else model.spring_indices
         self._edges = edges
+        self._rest_longest = float(np.linalg.norm(self._rest[edges[:, 0]] - self._rest[edges[:, 1]],
+                                                  axis=1).max()) if len(edges) else 0.0
         # Vertex -> incident mesh edges, CSR, for edge-edge contacts.
         order = np.argsort(edges.ravel(), kind="stable")
         self._ve_edge = order // 2
@@ -77,28 +79,31 @@ class SelfCollision:
     def _candidates(self, x, x0):
         """(particle pairs (p, 2), particle-triangle pairs (particle (k,), triangle (k,))).
 
-        Pairs within reach at the start, the middle or the end of the substep: a particle that
-        passes through the cloth moving less than about 4 x reach relative to it is seen.
+        Pairs within reach at the start, in the middle or at the end of the substep: a particle
+        that passes through the cloth moving less than about 4 x reach relative to it is seen.
         """
         from scipy.spatial import cKDTree  # bundled with the extension; imported lazily
 
         n, d = self.model.n_particles, self.thickness
-        longest = float(np.linalg.norm(x[self._edges[:, 0]] - x[self._edges[:, 1]], axis=1).max()) \
-            if len(self._edges) else 0.0
+        # One overstretched edge must not widen the search for the whole cloth: edges count up
+        # to 1.5 x the longest rest edge (a particle near a triangle stretched more may be missed).
+        longest = min(float(np.linalg.norm(x[self._edges[:, 0]] - x[self._edges[:, 1]], axis=1).max()),
+                      1.5 * self._rest_longest) if len(self._edges) else 0.0
         reach = d + longest / np.sqrt(3.0)
-        found = [cKDTree(points).query_pairs(reach, output_type="ndarray").astype(np.int64)
-                 for points in (x, 0.5 * (x + x0), x0)]
-        a, b = np.concatenate(found).T
-        keys = np.unique(np.minimum(a, b) * n + np.maximum(a, b))
-        empty = np.zeros(0, dtype=np.int64)
-        if len(keys) == 0:
-            return np.zeros((0, 2), dtype=np.int64), empty, empty
+        keys = []
+        for points in (x, x0, 0.5 * (x + x0)):  # the end, the start and the middle of the substep
+            # Three small queries, not one over start and end together: in a fast but rigid
+            # motion (a falling sheet) start-to-end pairs would be many and all false.
+            found = cKDTree(points).query_pairs(reach, output_type="ndarray")
+            a, b = found[:, 0].astype(np.int64), found[:, 1].astype(np.int64)  # query_pairs: a < b
+            key = a * n + b
+            pos = np.searchsorted(self._spring_keys, key)
+            linked = self._spring_keys[np.minimum(pos, len(self._spring_keys) - 1)] == key
+            apart = self._rest[a] - self._rest[b]
+            keys.append(key[~linked & (np.einsum("ij,ij->i", apart, apart) > d * d)])
+        keys = np.unique(np.concatenate(keys))
         pairs = np.stack([keys // n, keys % n], axis=1)
-        a, b = pairs[:, 0], pairs[:, 1]
-        pos = np.searchsorted(self._spring_keys, keys)
-        linked = self._spring_keys[np.minimum(pos, len(self._spring_keys) - 1)] == keys
-        far_at_rest = np.linalg.norm(self._rest[a] - self._rest[b], axis=1) > d
-        pairs = pairs[~linked & far_at_rest]
+        empty = np.zeros(0, dtype=np.int64)
         if len(pairs) == 0 or len(self._triangles) == 0:
             return pairs, empty, empty
         # Each particle against the triangles around its partner (both ways), without repeats.
