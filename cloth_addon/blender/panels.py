@@ -4,7 +4,7 @@ import bpy
 
 from . import presets, session
 
-SUPPORTED_COLLIDERS = "Colliders: Collision objects shaped as a sphere or a plane (infinite)"
+SUPPORTED_COLLIDERS = "Colliders: every Collision object's mesh (any shape, moving or deforming)"
 
 
 class CLOTH_ADDON_MT_presets(bpy.types.Menu):
@@ -114,7 +114,7 @@ class CLOTH_ADDON_PT_collisions(ClothSubPanel, bpy.types.Panel):
         layout.label(text=SUPPORTED_COLLIDERS, icon="INFO")
         missing = session.unsupported.get(obj.session_uid)
         if missing:
-            layout.label(text="Ignored (not a sphere or plane): " + ", ".join(missing), icon="ERROR")
+            layout.label(text="Ignored (no faces): " + ", ".join(missing), icon="ERROR")
 
 
 class ToggledSubPanel(ClothSubPanel):

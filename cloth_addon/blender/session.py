@@ -87,6 +87,7 @@ class ClothSession:
     def reset(self, matrix: np.ndarray | None = None) -> None:
         """Back to rest at the start frame; with a matrix, the rest shape where the object is now."""
         self.sim.reset()
+        colliders.forget(self.uid)  # else a collider would seem to jump from the last frame to the first
         rest = self.cache[self.frame_start] if matrix is None else self.targets(matrix)
         if matrix is not None:
             self.sim.state = core.ClothState(rest.copy(), rest.copy(), None)
@@ -144,6 +145,7 @@ def get(obj, scene, depsgraph, rebuild: bool = False) -> ClothSession:
     existing = _sessions.get(uid)
     if (rebuild or existing is None or existing.vertex_count != len(obj.data.vertices)
             or existing.scene_inputs != scene_inputs(scene)):
+        colliders.forget(uid)
         existing = _sessions[uid] = ClothSession(obj, scene, depsgraph)
         errors.pop(uid, None)
     return existing
@@ -152,6 +154,7 @@ def get(obj, scene, depsgraph, rebuild: bool = False) -> ClothSession:
 def discard(uid: int) -> None:
     _sessions.pop(uid, None)
     errors.pop(uid, None)
+    colliders.forget(uid)
 
 
 def forget_all_but(uids: set[int]) -> None:
@@ -182,6 +185,8 @@ def update_object(obj, scene, depsgraph) -> None:
         if inputs != live.inputs:
             live.reset(matrix)
             live.inputs = inputs
+            # Colliders as they are at the start, so the first step sees how far they move.
+            colliders.scene_colliders(scene, depsgraph, live.uid)
     world = live.positions_at(frame, obj, scene, depsgraph)
     mesh_io.write_key(block, mesh_io.to_local(matrix, world, out=live.key_buffer))
     if block.mute:  # muted when the add-on was disabled; playing again shows the cloth again

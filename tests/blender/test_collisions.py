@@ -1,0 +1,82 @@
+"""Collision objects as mesh colliders (any shape, animated, deforming) and self-collision settings."""
+
+import bpy
+import numpy as np
+from conftest import evaluated_world, make_cloth, make_grid, play
+
+from cloth_addon import core
+from cloth_addon.blender import colliders, session
+
+
+def _collision(obj):
+    obj.modifiers.new("Collision", "COLLISION")
+    return obj
+
+
+def _inside_or_closer(obj, world, reach):
+    vertices, triangles = colliders.world_mesh(obj, bpy.context.evaluated_depsgraph_get())
+    _, distance, inside, _ = core.MeshCollider(vertices, triangles).closest(world, max_distance=1.0)
+    return inside.any() or distance.min() < reach * 0.99
+
+
+def test_a_box_collider_holds_the_cloth_as_a_mesh(scene):
+    bpy.ops.mesh.primitive_cube_add(size=0.6, location=(0, 0, 0.3))
+    box = _collision(bpy.context.active_object)
+    obj = make_cloth(make_grid(cuts=12, size=1.2, location=(0, 0, 0.9)))
+    play(scene, 30)
+    world = evaluated_world(obj)
+    reach = box.collision.thickness_outer + obj.cloth_addon.collision_distance
+    assert not _inside_or_closer(box, world, reach)
+    assert world[:, 2].max() > 0.55, "the cloth rests on the box"
+    assert world[:, 2].min() < 0.45, "and hangs down its sides"
+    assert session.unsupported[obj.session_uid] == []
+
+
+def test_a_fast_animated_plane_does_not_tunnel_and_is_updated_not_rebuilt(scene):
+    bpy.ops.mesh.primitive_plane_add(size=3.0, location=(0, 0, -0.6))
+    plane = _collision(bpy.context.active_object)
+    plane.keyframe_insert("location", frame=1)
+    plane.location.z = 5.4  # 1 m per frame upwards for 6 frames
+    plane.keyframe_insert("location", frame=7)
+    for curve in plane.animation_data.action.layers[0].strips[0].channelbag(
+            plane.animation_data.action_slot).fcurves:
+        for point in curve.keyframe_points:
+            point.interpolation = "LINEAR"
+    scene.gravity = (0.0, 0.0, 0.0)
+    scene.frame_set(1)
+    obj = make_cloth(make_grid(cuts=6, size=0.6, location=(0, 0, 0.0)))
+    scene.frame_set(2)
+    first = colliders._mesh_colliders[(obj.session_uid, plane.session_uid)]
+    for frame in range(3, 8):
+        scene.frame_set(frame)
+        plane_z = plane.matrix_world.translation.z
+        assert evaluated_world(obj)[:, 2].min() >= plane_z + obj.cloth_addon.collision_distance - 1e-4, frame
+    assert colliders._mesh_colliders[(obj.session_uid, plane.session_uid)] is first
+
+
+def test_a_deforming_collider_is_read_every_frame(scene):
+    # A plane raised by a shape key (no transform change): the cloth above it is lifted.
+    bpy.ops.mesh.primitive_plane_add(size=3.0, location=(0, 0, 0))
+    floor = _collision(bpy.context.active_object)
+    floor.shape_key_add(name="Basis")
+    raised = floor.shape_key_add(name="Raised")
+    raised.data.foreach_set("co", (np.array([v.co[:] for v in floor.data.vertices]) + (0, 0, 0.5)).ravel())
+    raised.value = 0.0
+    raised.keyframe_insert("value", frame=1)
+    raised.value = 1.0
+    raised.keyframe_insert("value", frame=11)
+    scene.frame_set(1)  # the keyframes, not the value last typed, decide where the collider starts
+    obj = make_cloth(make_grid(cuts=6, size=0.6, location=(0, 0, 0.05)))
+    play(scene, 11)
+    assert evaluated_world(obj)[:, 2].min() >= 0.5 + obj.cloth_addon.collision_distance - 1e-4
+
+
+def test_self_collision_settings_drive_the_core(scene):
+    obj = make_cloth(make_grid(), use_self_collision=True, self_distance=0.02, collision_distance=0.005)
+    sim = session._sessions[obj.session_uid].sim
+    assert sim.settings.self_collision and sim.settings.collision_distance == np.float32(0.02)
+    obj.cloth_addon.use_self_collision = False
+    play(scene, 2)
+    sim = session._sessions[obj.session_uid].sim
+    assert not sim.settings.self_collision
+    assert abs(sim.settings.collision_distance - 0.005) < 1e-7
