@@ -25,16 +25,19 @@ def is_collider(obj) -> bool:
 
 
 def world_mesh(obj, depsgraph):
-    """(vertices (n, 3) float64, triangles (t, 3) int64) of the evaluated object, world space."""
+    """(vertices (n, 3), triangles (t, 3), face normals (m, 3), face centres (m, 3)) of the
+    evaluated object, world space."""
     evaluated = obj.evaluated_get(depsgraph)
     mesh = evaluated.to_mesh()
     try:
         matrix = mesh_io.matrix_to_numpy(evaluated.matrix_world)
         vertices = mesh_io.to_world(matrix, mesh_io.read_positions(mesh))
+        normals = mesh_io.read_vectors(mesh.polygons, "normal") @ np.linalg.inv(matrix[:3, :3])
+        centres = mesh_io.to_world(matrix, mesh_io.read_vectors(mesh.polygons, "center"))
         triangles = mesh_io.read_triangles(mesh)
     finally:
         evaluated.to_mesh_clear()
-    return vertices, triangles
+    return vertices, triangles, normals, centres
 
 
 def scene_colliders(scene, depsgraph, exclude_uid: int):
@@ -43,7 +46,7 @@ def scene_colliders(scene, depsgraph, exclude_uid: int):
     for obj in scene.objects:
         if obj.session_uid == exclude_uid or not is_collider(obj) or not obj.visible_get():
             continue
-        vertices, triangles = world_mesh(obj, depsgraph)
+        vertices, triangles, _, _ = world_mesh(obj, depsgraph)
         if len(triangles) == 0:
             unsupported.append(obj.name)
             continue

@@ -14,7 +14,7 @@ def _collision(obj):
 
 
 def _inside_or_closer(obj, world, reach):
-    vertices, triangles = colliders.world_mesh(obj, bpy.context.evaluated_depsgraph_get())
+    vertices, triangles, _, _ = colliders.world_mesh(obj, bpy.context.evaluated_depsgraph_get())
     _, distance, inside, _ = core.MeshCollider(vertices, triangles).closest(world, max_distance=1.0)
     return inside.any() or distance.min() < reach * 0.99
 

@@ -128,7 +128,7 @@ def test_a_sphere_collision_object_stops_the_cloth(scene):
     play(scene, 30)
     world = evaluated_world(obj)
     # The collider is the sphere's mesh (16 x 8 facets), so distances are to its faces.
-    vertices, triangles = colliders.world_mesh(sphere, bpy.context.evaluated_depsgraph_get())
+    vertices, triangles, _, _ = colliders.world_mesh(sphere, bpy.context.evaluated_depsgraph_get())
     _, distance, inside, _ = core.MeshCollider(vertices, triangles).closest(world)
     reach = sphere.collision.thickness_outer + obj.cloth_addon.collision_distance
     assert not inside.any() and distance.min() >= reach * 0.99
