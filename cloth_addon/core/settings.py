@@ -8,7 +8,7 @@ stiffness is not divided by the spring length (as Blender's cloth does).
 """
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 SOLVERS = ("fast_mass_spring", "verlet", "newton")
 
@@ -136,8 +136,5 @@ class Settings:
     def replace(self, **changes) -> "Settings":
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
