@@ -12,7 +12,7 @@ import struct
 import bpy
 import numpy as np
 
-from . import mesh_io, session
+from . import mesh_io, session, tearing
 
 BAKE_KEY_PREFIX = "ClothBake"
 CACHE_MODIFIER = "ClothCache"
@@ -255,5 +255,6 @@ def free(obj) -> bool:
         return False
     remove(obj, json.loads(obj.cloth_addon.bake_record))
     obj.cloth_addon.bake_record = ""
+    tearing.remove(obj)  # the live playback shows the cut again if it tears again
     session.discard(obj.session_uid)
     return True

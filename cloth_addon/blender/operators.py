@@ -7,7 +7,7 @@ cannot use with a warning, and cancel with an error instead of raising.
 import bpy
 from bpy.props import EnumProperty
 
-from . import bake, mesh_io, presets, session
+from . import bake, mesh_io, presets, session, tearing
 
 
 def _targets(context):
@@ -82,6 +82,7 @@ class CLOTH_ADDON_OT_make_cloth(bpy.types.Operator):
 def _strip(obj) -> None:
     """Remove the cloth from an object: its bake, its ClothSim key, a Basis we added."""
     bake.free(obj)
+    tearing.remove(obj)
     props = obj.cloth_addon
     block = mesh_io.sim_key(obj)
     if block is not None:

@@ -7,7 +7,7 @@ leave it pointing at freed data; the handler looks the object up again every fra
 import numpy as np
 
 from .. import core
-from . import colliders, mesh_io
+from . import colliders, mesh_io, tearing
 
 _sessions: dict[int, "ClothSession"] = {}
 # Last error per object, shown in the panel (the frame handler must never raise).
@@ -189,5 +189,7 @@ def update_object(obj, scene, depsgraph) -> None:
             colliders.scene_colliders(scene, depsgraph, live.uid)
     world = live.positions_at(frame, obj, scene, depsgraph)
     mesh_io.write_key(block, mesh_io.to_local(matrix, world, out=live.key_buffer))
+    if live.sim.settings.tear_factor is not None or obj.modifiers.get(tearing.MODIFIER) is not None:
+        tearing.show(obj, live, frame)
     if block.mute:  # muted when the add-on was disabled; playing again shows the cloth again
         block.mute = False
