@@ -8,6 +8,8 @@ One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
     tearing  = springs longer than rest * tear_factor break for good
 """
 
+from dataclasses import fields
+
 import numpy as np
 
 from . import forces
@@ -19,6 +21,12 @@ from .state import ClothState
 # fall for an hour is at 6e7 m), or an untorn cloth grown to this many times its rest size.
 DIVERGENCE_LIMIT = 1e9
 STRETCH_LIMIT = 1e3
+
+# Settings read afresh every step, and settings baked into the model.
+LIVE_FIELDS = {"gravity", "wind", "air_drag", "friction", "collision_distance", "self_collision",
+               "tear_factor"}
+MODEL_FIELDS = {"density", "linear_density", "stretch_stiffness", "shear_stiffness", "bend_stiffness",
+                "max_vertices"}
 
 
 class SimulationDiverged(RuntimeError):
@@ -49,15 +57,39 @@ class Simulation:
 
     def __init__(self, vertices, faces, settings: Settings | None = None, pinned=None,
                  colliders=(), edges=None):
-        self.settings = settings if settings is not None else Settings()
-        if not isinstance(self.settings, Settings):
+        settings = settings if settings is not None else Settings()
+        if not isinstance(settings, Settings):
             raise ValueError("settings must be a Settings instance")
-        self.model = build_model(vertices, faces, self.settings, pinned=pinned, edges=edges)
+        self._settings = settings
+        self.model = build_model(vertices, faces, settings, pinned=pinned, edges=edges)
         self.colliders = list(colliders)
-        self.solver = make_solver(self.model, self.settings)
+        self.solver = make_solver(self.model, settings)
         extent = np.ptp(self.model.rest_positions, axis=0).max()
         self._rest_size = max(extent, 1e-6) if self.model.n_springs else 0.0
         self.reset()
+
+    @property
+    def settings(self) -> Settings:
+        """The Settings in force. Assign a changed copy (`settings.replace(...)`) to change them
+        between frames: forces and collisions follow at once, solver fields (solver, dt,
+        substeps, iterations, damping, chebyshev...) rebuild the solver and keep the state;
+        the material (density, stiffness) shapes the model, so it needs a new Simulation."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        if not isinstance(value, Settings):
+            raise ValueError("settings must be a Settings instance")
+        old = self._settings
+        changed = {f.name for f in fields(Settings) if getattr(value, f.name) != getattr(old, f.name)}
+        frozen = sorted(changed & MODEL_FIELDS)
+        if frozen:
+            raise ValueError(f"Settings.{frozen[0]} shapes the model (masses, springs): "
+                             "make a new Simulation to change it")
+        self._settings = value
+        if changed - LIVE_FIELDS:
+            self.solver = make_solver(self.model, value)
+            self.solver.set_active(~self._torn)
 
     # -- state -----------------------------------------------------------------------------
     def reset(self) -> None:

@@ -252,3 +252,21 @@ def test_zero_stiffness_springs_do_nothing(grid, solver):
     free = ~sim.model.pinned
     h = settings.dt
     np.testing.assert_allclose(v[free, 2] - sim.positions[free, 2], 9.81 * h * h * 15, rtol=1e-9)
+
+
+def test_settings_can_change_between_frames(grid):
+    v, f, index = grid(6, 6)
+    sim = Simulation(v, f, Settings(), pinned=index[0])
+    sim.step(5)
+    solver, before = sim.solver, sim.positions.copy()
+    sim.settings = sim.settings.replace(wind=(0, 4, 0))  # live: same solver, no refactorisation
+    assert sim.solver is solver and sim.solver.factorizations == 1
+    sim.settings = sim.settings.replace(iterations=20, solver="verlet")  # a new solver, same state
+    assert sim.solver is not solver and sim.solver.iterations == 20
+    np.testing.assert_array_equal(sim.positions, before)
+    sim.step(5)
+    assert sim.positions[index[-1], 1].mean() > 0.01  # the new wind blows
+    with pytest.raises(ValueError, match="density"):
+        sim.settings = sim.settings.replace(density=1.0)
+    with pytest.raises(ValueError, match="Settings instance"):
+        sim.settings = {"iterations": 3}
