@@ -1,8 +1,9 @@
 """`python build.py demo`: the add-on's main job, headless, in the real Blender (bpy).
 
-Builds a scene (a cloth draped over a ball on a floor, and a pinned curtain in a Wind field),
-makes both cloth with the add-on's operators, bakes them (shape keys and PC2), saves
-dist/demo.blend and renders a baked frame to docs/demo.png with Cycles on the CPU.
+Builds a scene (a cloth draped over a ball on a floor, a pinned curtain in a Wind field, and the
+paper's collision experiment: a pinned curtain hit by a ball moving 2 cm per frame, with
+self-collision), makes them cloth with the add-on's operators, bakes them (shape keys and PC2),
+saves dist/demo.blend and renders a baked frame to docs/demo.png with Cycles on the CPU.
 """
 
 import argparse
@@ -85,7 +86,9 @@ def build_scene(solver: str):
     bpy.ops.object.effector_add(type="WIND", location=(1.1, -1.5, 1.0), rotation=(-math.pi / 2, 0.0, 0.0))
     bpy.context.active_object.field.strength = 0.6
 
-    bpy.ops.object.camera_add(location=(0.0, -7.5, 2.4), rotation=(math.radians(81), 0.0, 0.0))
+    hit = curtain_and_ball(solver)
+
+    bpy.ops.object.camera_add(location=(1.2, -10.0, 2.8), rotation=(math.radians(81), 0.0, 0.0))
     scene.camera = bpy.context.active_object
     bpy.ops.object.light_add(type="SUN", rotation=(math.radians(40), math.radians(15), math.radians(30)))
     bpy.context.active_object.data.energy = 3.0
@@ -93,7 +96,41 @@ def build_scene(solver: str):
     world.use_nodes = True
     world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.6, 0.65, 0.7, 1.0)
     scene.world = world
-    return drape, curtain
+    return drape, curtain, hit
+
+
+def curtain_and_ball(solver: str):
+    """The paper's collision test: a pinned curtain (self-collision on) and a ball that moves
+    2 cm per frame along +Y into it, keyframed linearly; the ball is a Collision mesh."""
+    x, speed, radius = 3.3, 0.02, 0.3
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=28, y_subdivisions=28, size=1.6,
+                                    location=(x, 0.0, 1.25), rotation=(math.pi / 2, 0.0, 0.0))
+    curtain = bpy.context.active_object
+    curtain.name = "CurtainHit"
+    mesh = curtain.data
+    top = max(v.co.y for v in mesh.vertices)
+    pins = curtain.vertex_groups.new(name="Pins")
+    pins.add([v.index for v in mesh.vertices if v.co.y > top - 1e-6], 1.0, "REPLACE")
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=radius, segments=32, ring_count=16,
+                                         location=(x, -radius - 0.1, 1.0))
+    ball = collider(bpy.context.active_object, (0.25, 0.55, 0.3))
+    ball.name = "MovingBall"
+    bpy.ops.object.shade_smooth()
+    ball.keyframe_insert("location", frame=1)
+    ball.location.y += speed * (FRAMES - 1)
+    ball.keyframe_insert("location", frame=FRAMES)
+    anim = ball.animation_data
+    # Since Blender 4.4 f-curves live in the action's channelbag (Action.fcurves is gone in 5.0).
+    fcurves = (anim.action.layers[0].strips[0].channelbag(anim.action_slot).fcurves
+               if bpy.app.version >= (4, 4, 0) else anim.action.fcurves)
+    for curve in fcurves:
+        for point in curve.keyframe_points:
+            point.interpolation = "LINEAR"  # a constant 2 cm per frame
+    bpy.context.scene.frame_set(1)
+    # No air drag: the scene's wind field (for the other curtain) does not touch this one.
+    cloth(curtain, (0.75, 0.3, 0.55), "COTTON", solver=solver, pin_group="Pins", bake_target="SHAPE_KEYS",
+          use_self_collision=True, self_distance=0.03, air_drag=0.0)
+    return curtain
 
 
 def render(path: Path, frame: int, samples: int):
@@ -118,20 +155,22 @@ def main(argv: list[str]) -> int:
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     cloth_addon.register()
-    drape, curtain = build_scene(args.solver)
+    drape, curtain, hit = build_scene(args.solver)
     blend = ROOT / "dist" / "demo.blend"
     blend.parent.mkdir(exist_ok=True)
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))  # PC2 caches go next to the saved file
 
     select_only(drape)
     curtain.select_set(True)
+    hit.select_set(True)
     started = time.perf_counter()
     if bpy.ops.cloth_addon.bake() != {"FINISHED"}:
         raise SystemExit("bake failed")
     seconds = time.perf_counter() - started
-    vertices = len(drape.data.vertices) + len(curtain.data.vertices)
-    print(f"baked {FRAMES} frames of {vertices} cloth vertices (drape to shape keys, curtain to PC2) "
-          f"in {seconds:.2f} s = {1000 * seconds / FRAMES:.1f} ms/frame")
+    vertices = sum(len(obj.data.vertices) for obj in (drape, curtain, hit))
+    print(f"baked {FRAMES} frames of {vertices} cloth vertices (drape and the curtain hit by the ball to "
+          f"shape keys, the curtain in the wind to PC2) in {seconds:.2f} s = {1000 * seconds / FRAMES:.1f} "
+          "ms/frame")
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     print(f"saved {blend.relative_to(ROOT)}")
     if not args.no_render:
