@@ -44,6 +44,14 @@ def collider(obj, colour):
     return obj
 
 
+def pin_top_row(curtain):
+    """A "Pins" vertex group holding the grid's top row (local +Y before the upright rotation)."""
+    mesh = curtain.data
+    top = max(v.co.y for v in mesh.vertices)
+    pins = curtain.vertex_groups.new(name="Pins")
+    pins.add([v.index for v in mesh.vertices if v.co.y > top - 1e-6], 1.0, "REPLACE")
+
+
 def cloth(obj, colour, preset, **settings):
     obj.data.materials.append(material(obj.name, colour, roughness=0.9))
     bpy.ops.object.shade_smooth()
@@ -77,10 +85,7 @@ def build_scene(solver: str):
                                     location=(1.1, 0.0, 1.25), rotation=(math.pi / 2, 0.0, 0.0))
     curtain = bpy.context.active_object
     curtain.name = "Curtain"
-    mesh = curtain.data
-    top = max(v.co.y for v in mesh.vertices)
-    pins = curtain.vertex_groups.new(name="Pins")
-    pins.add([v.index for v in mesh.vertices if v.co.y > top - 1e-6], 1.0, "REPLACE")
+    pin_top_row(curtain)
     cloth(curtain, (0.85, 0.75, 0.3), "SILK", solver=solver, pin_group="Pins", bake_target="PC2")
     # A Wind field's strength acts along its Z axis; turned to blow along +Y, through the curtain.
     bpy.ops.object.effector_add(type="WIND", location=(1.1, -1.5, 1.0), rotation=(-math.pi / 2, 0.0, 0.0))
@@ -107,10 +112,7 @@ def curtain_and_ball(solver: str):
                                     location=(x, 0.0, 1.25), rotation=(math.pi / 2, 0.0, 0.0))
     curtain = bpy.context.active_object
     curtain.name = "CurtainHit"
-    mesh = curtain.data
-    top = max(v.co.y for v in mesh.vertices)
-    pins = curtain.vertex_groups.new(name="Pins")
-    pins.add([v.index for v in mesh.vertices if v.co.y > top - 1e-6], 1.0, "REPLACE")
+    pin_top_row(curtain)
     bpy.ops.mesh.primitive_uv_sphere_add(radius=radius, segments=32, ring_count=16,
                                          location=(x, -radius - 0.1, 1.0))
     ball = collider(bpy.context.active_object, (0.25, 0.55, 0.3))
