@@ -508,6 +508,7 @@ def run(argv) -> int:
     parser.add_argument("--no-bake", action="store_true", help="skip the bake throughput runs")
     parser.add_argument("--no-chart", action="store_true", help=f"do not write {CHART.relative_to(ROOT)}")
     parser.add_argument("--only", nargs="+", metavar="TEXT", help="scenes whose label contains any TEXT")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per scene and way, frames pooled")
     parser.add_argument("--quiet", type=float, default=0.2, metavar="FRACTION",
                         help="before each run wait until other processes use at most this share of the CPUs")
     parser.add_argument("--patience", type=float, default=20.0, metavar="SECONDS",
@@ -531,17 +532,24 @@ def run(argv) -> int:
             continue
         frames = scene.frames(args.quick)
         runs, busy = {}, []
-        for way, function in (("blender", run_blender), ("addon", run_addon), ("core", run_core)):
-            if way != "blender" and scene.self_collision and not self_collision:
-                runs[way] = Run(note="core has no self-collision yet")
-                continue
-            busy.append(wait_for_quiet(args.quiet, args.patience))
-            runs[way] = function(scene, frames)
+        # Repeats alternate the three ways, so that a burst of load from other processes hits
+        # all of them alike; the frames of all repeats are pooled into one median.
+        for _ in range(args.repeat):
+            for way, function in (("blender", run_blender), ("addon", run_addon), ("core", run_core)):
+                if way != "blender" and scene.self_collision and not self_collision:
+                    runs[way] = Run(note="core has no self-collision yet")
+                    continue
+                busy.append(wait_for_quiet(args.quiet, args.patience))
+                run = function(scene, frames)
+                if way in runs:
+                    runs[way].times.extend(run.times)  # same frames, deterministic quality
+                else:
+                    runs[way] = run
         results[scene] = runs
         timings = ", ".join(f"{way} {fmt(r.ms)} ms" for way, r in runs.items())
         others = "/".join(f"{100 * b:.0f}" for b in busy)
-        print(f"  {scene.label:22s} {frames} frames: {timings}; other processes' CPU before each: {others}%",
-              flush=True)
+        print(f"  {scene.label:22s} {args.repeat} x {frames} frames: {timings}; other processes' CPU "
+              f"before each: {others}%", flush=True)
     print()
     print(table(results))
     if not self_collision:
