@@ -1,6 +1,6 @@
 """Cost of self-collision: a 100 x 100 sheet (2 m) hanging from its pinned top row down to a floor,
 lowered 3 cm per frame so that it piles up in folds (self-contacts), with and without
-self-collision (thickness 1 cm, the panel's default self-collision distance).
+self-collision (thickness 1 cm, the panel's default self-collision distance; half the edge).
 
     python tools/bench_collision.py        (or through `python build.py bench`)
 """

@@ -7,7 +7,8 @@ After the solver and the colliders, per substep (positions x, start of the subst
    end of the substep (r: how far a point of a triangle can be from its nearest corner). Pairs
    that share a spring or were closer than the thickness at rest are the cloth's own
    neighbourhood and are skipped. The surviving pairs name the candidate contacts: each
-   particle against the triangles around its partner, each edge against the edges there.
+   particle against the triangles around its partner, and where one of them is on the cloth's
+   border, each edge against the edges there.
 2. Crossings (the per-step displacement limit): a particle whose path went through a candidate
    triangle during the substep (signed distance changes sign, inside the triangle at that
    moment, linear motion) goes back to the side it came from; so do two edges whose common
@@ -31,6 +32,8 @@ from . import geometry
 PASSES = 3
 # Bary slack: a particle exactly over a shared edge belongs to both triangles.
 _SLACK = 1e-6
+# Thickness / median edge length above which interior edges need no edge-edge test.
+_BORDER_ONLY = 0.75
 # Edges cross only if the sine of their angle is above this (else they are nearly parallel).
 _SKEW = 0.2
 
@@ -70,6 +73,22 @@ class SelfCollision:
         self._edges = edges
         self._rest_longest = float(np.linalg.norm(self._rest[edges[:, 0]] - self._rest[edges[:, 1]],
                                                   axis=1).max()) if len(edges) else 0.0
+        # With a thickness near the edge length, edge-edge contacts are only tested where one
+        # edge is on the cloth's border (in one triangle): inside the cloth the particle-triangle
+        # contacts keep edges apart, at a border an edge can slide over another's edge with no
+        # particle near a triangle. A thinner cloth tests all edges.
+        tri_edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
+        tri_keys, tri_count = np.unique(np.minimum(tri_edges[:, 0], tri_edges[:, 1]) * n
+                                        + np.maximum(tri_edges[:, 0], tri_edges[:, 1]), return_counts=True)
+        edge_keys = np.minimum(edges[:, 0], edges[:, 1]) * n + np.maximum(edges[:, 0], edges[:, 1])
+        at = np.minimum(np.searchsorted(tri_keys, edge_keys), max(len(tri_keys) - 1, 0))
+        self._border_edge = (tri_keys[at] == edge_keys) & (tri_count[at] == 1) if len(tri_keys) else \
+            np.ones(len(edges), dtype=bool)
+        rest_length = np.linalg.norm(self._rest[edges[:, 0]] - self._rest[edges[:, 1]], axis=1)
+        if len(edges) and self.thickness < _BORDER_ONLY * float(np.median(rest_length)):
+            self._border_edge[:] = True  # thinner than the mesh: interior edges can cross too
+        self._border_vertex = np.zeros(n, dtype=bool)
+        self._border_vertex[edges[self._border_edge].ravel()] = True
         # Vertex -> incident mesh edges, CSR, for edge-edge contacts.
         order = np.argsort(edges.ravel(), kind="stable")
         self._ve_edge = order // 2
@@ -126,6 +145,7 @@ class SelfCollision:
 
     def _edge_pairs(self, pairs):
         """(e, 2) pairs of mesh edges around close particle pairs, sharing no particle."""
+        pairs = pairs[self._border_vertex[pairs[:, 0]] | self._border_vertex[pairs[:, 1]]]
         if len(pairs) == 0 or len(self._edges) == 0:
             return np.zeros((0, 2), dtype=np.int64)
         i, j = pairs[:, 0], pairs[:, 1]
@@ -147,7 +167,8 @@ class SelfCollision:
         s, t = geometry.segment_closest(rest[a[:, 0]], rest[a[:, 1]], rest[b[:, 0]], rest[b[:, 1]])
         gap = np.linalg.norm(rest[a[:, 0]] + s[:, None] * (rest[a[:, 1]] - rest[a[:, 0]])
                              - rest[b[:, 0]] - t[:, None] * (rest[b[:, 1]] - rest[b[:, 0]]), axis=1)
-        keep = disjoint & (gap > self.thickness)
+        border = self._border_edge[keys // m] | self._border_edge[keys % m]
+        keep = disjoint & border & (gap > self.thickness)
         return np.stack([keys // m, keys % m], axis=1)[keep]
 
     def project(self, x, x0, pushed=None) -> None:
@@ -166,8 +187,15 @@ class SelfCollision:
         held = np.zeros_like(x) if pushed is None else pushed
         corners = self._triangles[tri]
         side = self._sides(x, x0, who, corners)
+        # The passes move particles by about the thickness: contacts whose bounding spheres are
+        # farther apart than twice that, at the start and at the end, and that did not cross,
+        # cannot act in this substep and are dropped before the (costly) narrow phase.
+        near = (side != 0.0) | _spheres_meet(x, x0, who[:, None], corners, 2.0 * self.thickness)
+        who, corners, side = who[near], corners[near], side[near]
         edge_pairs = self._edge_pairs(pairs)
         ea, eb = self._edges[edge_pairs[:, 0]], self._edges[edge_pairs[:, 1]]
+        near = _spheres_meet(x, x0, ea, eb, 2.0 * self.thickness)
+        ea, eb = ea[near], eb[near]
         for _ in range(self.passes):
             moves = []
             self._particle_triangle(x, x0, who, corners, side, w, held, moves)
@@ -316,6 +344,19 @@ class SelfCollision:
         for k in range(4):  # the four ends of all edge pairs at once
             move = (wk[:, k] * coeff[:, k] * lam)[:, None] * direction
             moves.append((ends[:, k], _clamp(move, -gap)))
+
+
+def _spheres_meet(x, x0, first, second, gap):
+    """(k,) bool: the bounding spheres of the simplices first (k, a) and second (k, b) (corner
+    indices; a point, an edge or a triangle) are within `gap`, at the end (x) or the start (x0)."""
+    meet = np.zeros(len(first), dtype=bool)
+    for points in (x, x0):
+        pa, pb = points[first], points[second]
+        ca, cb = pa.mean(axis=1), pb.mean(axis=1)
+        ra = np.sqrt(np.einsum("ijk,ijk->ij", pa - ca[:, None], pa - ca[:, None]).max(axis=1))
+        rb = np.sqrt(np.einsum("ijk,ijk->ij", pb - cb[:, None], pb - cb[:, None]).max(axis=1))
+        meet |= np.linalg.norm(ca - cb, axis=1) <= ra + rb + gap
+    return meet
 
 
 def _free(inv_mass, held, direction):

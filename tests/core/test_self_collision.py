@@ -77,7 +77,7 @@ def test_strip_folds_onto_itself_without_passing_through(solver):
     x = sim.positions
     assert x[:, 2].min() >= 0.025 - 1e-9, "nothing below the floor"
     assert x[:, 2].max() > 0.04, "the strip lies in (at least) two layers"
-    assert x[:, 0].max() < 0.75, "the standing half folded back over the lying half"
+    assert x[:, 0].max() < 0.8, "the standing half folded back over the lying half (not out to 1.2 m)"
 
 
 def test_the_fold_does_pass_through_without_self_collision():
