@@ -32,6 +32,8 @@ from . import geometry
 PASSES = 3
 # Bary slack: a particle exactly over a shared edge belongs to both triangles.
 _SLACK = 1e-6
+# Triangles are gathered around this many nearest partners of each particle.
+_PARTNERS = 6
 # Thickness / median edge length above which interior edges need no edge-edge test.
 _BORDER_ONLY = 0.75
 # Edges cross only if the sine of their angle is above this (else they are nearly parallel).
@@ -96,7 +98,8 @@ class SelfCollision:
         self._ve_count = np.bincount(edges.ravel(), minlength=n)
 
     def _candidates(self, x, x0):
-        """(particle pairs (p, 2), particle-triangle pairs (particle (k,), triangle (k,))).
+        """(particle pairs (p, 2), each particle's nearest partners (q, 2), particle-triangle
+        pairs (particle (k,), triangle (k,))).
 
         Pairs within reach at the start, in the middle or at the end of the substep: a particle
         that passes through the cloth moving less than about 4 x reach relative to it is seen.
@@ -124,10 +127,18 @@ class SelfCollision:
         pairs = np.stack([keys // n, keys % n], axis=1)
         empty = np.zeros(0, dtype=np.int64)
         if len(pairs) == 0 or len(self._triangles) == 0:
-            return pairs, empty, empty
-        # Each particle against the triangles around its partner (both ways), without repeats.
+            return pairs, pairs, empty, empty
+        # Each particle against the triangles around its nearest partners (both ways), without
+        # repeats. In a pile a particle has dozens of partners; the triangles around the nearest
+        # few (at the end of the substep) hold its closest points on the layers next to it.
         who = np.concatenate([pairs[:, 0], pairs[:, 1]])
         partner = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        gap = np.einsum("ij,ij->i", x[who] - x[partner], x[who] - x[partner])
+        order = np.lexsort((gap, who))
+        who, partner = who[order], partner[order]
+        rank = np.arange(len(who)) - np.searchsorted(who, who)
+        who, partner = who[rank < _PARTNERS], partner[rank < _PARTNERS]
+        nearest = np.stack([who, partner], axis=1)  # also where edge-edge candidates come from
         counts = self._vt_count[partner]
         tri = self._vt_tri[_ragged(self._vt_start[partner], counts)]
         who = np.repeat(who, counts)
@@ -141,7 +152,7 @@ class SelfCollision:
         q, _, _ = geometry.closest_points(rest[who], rest[corners[:, 0]], rest[corners[:, 1]],
                                          rest[corners[:, 2]])
         keep = np.linalg.norm(rest[who] - q, axis=1) > d
-        return pairs, who[keep], tri[keep]
+        return pairs, nearest, who[keep], tri[keep]
 
     def _edge_pairs(self, pairs):
         """(e, 2) pairs of mesh edges around close particle pairs, sharing no particle."""
@@ -180,8 +191,8 @@ class SelfCollision:
         """
         if self.thickness <= 0.0:
             return
-        pairs, who, tri = self._candidates(x, x0)
-        if len(pairs) == 0 and len(who) == 0:
+        pairs, nearest, who, tri = self._candidates(x, x0)
+        if len(pairs) == 0:
             return
         w = self.model.inv_mass
         held = np.zeros_like(x) if pushed is None else pushed
@@ -190,12 +201,17 @@ class SelfCollision:
         # The passes move particles by about the thickness: contacts whose bounding spheres are
         # farther apart than twice that, at the start and at the end, and that did not cross,
         # cannot act in this substep and are dropped before the (costly) narrow phase.
-        near = (side != 0.0) | _spheres_meet(x, x0, who[:, None], corners, 2.0 * self.thickness)
+        gap = 2.0 * self.thickness
+        near = side != 0.0
+        edge_pairs = self._edge_pairs(nearest)
+        near_edges = np.zeros(len(edge_pairs), dtype=bool)
+        for points in (x, x0):
+            centre, radius, middle, half = self._spheres(points)
+            near |= np.linalg.norm(points[who] - centre[tri], axis=1) <= radius[tri] + gap
+            e, f = edge_pairs[:, 0], edge_pairs[:, 1]
+            near_edges |= np.linalg.norm(middle[e] - middle[f], axis=1) <= half[e] + half[f] + gap
         who, corners, side = who[near], corners[near], side[near]
-        edge_pairs = self._edge_pairs(pairs)
-        ea, eb = self._edges[edge_pairs[:, 0]], self._edges[edge_pairs[:, 1]]
-        near = _spheres_meet(x, x0, ea, eb, 2.0 * self.thickness)
-        ea, eb = ea[near], eb[near]
+        ea, eb = self._edges[edge_pairs[near_edges, 0]], self._edges[edge_pairs[near_edges, 1]]
         for _ in range(self.passes):
             moves = []
             self._particle_triangle(x, x0, who, corners, side, w, held, moves)
@@ -211,6 +227,16 @@ class SelfCollision:
             count = np.bincount(index, minlength=len(x))
             for axis in range(3):
                 x[:, axis] += np.bincount(index, vectors[:, axis], len(x)) / np.maximum(count, 1)
+
+    def _spheres(self, points):
+        """Bounding spheres: triangle centroids (t, 3) and radii (t,), edge midpoints (e, 3) and
+        half lengths (e,), m."""
+        corners = points[self._triangles]
+        centre = corners.mean(axis=1)
+        spread = corners - centre[:, None]
+        radius = np.sqrt(np.einsum("ijk,ijk->ij", spread, spread).max(axis=1))
+        a, b = points[self._edges[:, 0]], points[self._edges[:, 1]]
+        return centre, radius, 0.5 * (a + b), 0.5 * np.linalg.norm(a - b, axis=1)
 
     def _sides(self, x, x0, who, corners):
         """(k,) +-1 or 0: the side of each triangle's plane its particle must go back to.
@@ -344,19 +370,6 @@ class SelfCollision:
         for k in range(4):  # the four ends of all edge pairs at once
             move = (wk[:, k] * coeff[:, k] * lam)[:, None] * direction
             moves.append((ends[:, k], _clamp(move, -gap)))
-
-
-def _spheres_meet(x, x0, first, second, gap):
-    """(k,) bool: the bounding spheres of the simplices first (k, a) and second (k, b) (corner
-    indices; a point, an edge or a triangle) are within `gap`, at the end (x) or the start (x0)."""
-    meet = np.zeros(len(first), dtype=bool)
-    for points in (x, x0):
-        pa, pb = points[first], points[second]
-        ca, cb = pa.mean(axis=1), pb.mean(axis=1)
-        ra = np.sqrt(np.einsum("ijk,ijk->ij", pa - ca[:, None], pa - ca[:, None]).max(axis=1))
-        rb = np.sqrt(np.einsum("ijk,ijk->ij", pb - cb[:, None], pb - cb[:, None]).max(axis=1))
-        meet |= np.linalg.norm(ca - cb, axis=1) <= ra + rb + gap
-    return meet
 
 
 def _free(inv_mass, held, direction):
