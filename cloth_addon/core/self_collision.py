@@ -212,11 +212,12 @@ class SelfCollision:
             near_edges |= np.linalg.norm(middle[e] - middle[f], axis=1) <= half[e] + half[f] + gap
         who, corners, side = who[near], corners[near], side[near]
         ea, eb = self._edges[edge_pairs[near_edges, 0]], self._edges[edge_pairs[near_edges, 1]]
+        start = self._edge_start(x0, ea, eb)
         for _ in range(self.passes):
             moves = []
             self._particle_triangle(x, x0, who, corners, side, w, held, moves)
             self._particle_particle(x, x0, pairs, w, held, moves)
-            self._edge_edge(x, x0, ea, eb, w, held, moves)
+            self._edge_edge(x, start, ea, eb, w, held, moves)
             if not moves:
                 return
             index = np.concatenate([m[0] for m in moves])
@@ -325,31 +326,39 @@ class SelfCollision:
         moves.append((j, wj[:, None] * (share - push)))
 
 
-    def _edge_edge(self, x, x0, ea, eb, w, held, moves):
+    @staticmethod
+    def _edge_start(x0, ea, eb):
+        """What the edge pairs looked like at the start of the substep (the same in every pass):
+        (common normal (k, 3), offset along it (k,), closest points inside both edges (k,),
+        the edges clearly not parallel (k,))."""
+        a0, a1, b0, b1 = x0[ea[:, 0]], x0[ea[:, 1]], x0[eb[:, 0]], x0[eb[:, 1]]
+        cross0 = np.cross(a1 - a0, b1 - b0)
+        s0, t0 = geometry.segment_closest(a0, a1, b0, b1)
+        offset0 = a0 + s0[:, None] * (a1 - a0) - b0 - t0[:, None] * (b1 - b0)
+        inside = (s0 > 0.0) & (s0 < 1.0) & (t0 > 0.0) & (t0 < 1.0)
+        lengths0 = np.linalg.norm(a1 - a0, axis=1) * np.linalg.norm(b1 - b0, axis=1)
+        skew0 = np.linalg.norm(cross0, axis=1) > _SKEW * lengths0
+        return cross0, np.einsum("ij,ij->i", offset0, cross0), inside, skew0
+
+    def _edge_edge(self, x, start, ea, eb, w, held, moves):
         """Mesh edges at least `thickness` apart, and back to their starting side if they crossed."""
         if len(ea) == 0:
             return
+        cross0, before, inside0, skew0 = start
         p1, q1, p2, q2 = x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]]
         s, t = geometry.segment_closest(p1, q1, p2, q2)
         offset = p1 + s[:, None] * (q1 - p1) - p2 - t[:, None] * (q2 - p2)
         dist = np.linalg.norm(offset, axis=1)
-        # Which way round the edges were at the start: along the common normal d1 x d2.
-        cross0 = np.cross(x0[ea[:, 1]] - x0[ea[:, 0]], x0[eb[:, 1]] - x0[eb[:, 0]])
+        # Which way round the edges are, along the common normal d1 x d2 as it was at the start.
         cross1 = np.cross(q1 - p1, q2 - p2)
         cross1 *= np.where(np.einsum("ij,ij->i", cross0, cross1) < 0.0, -1.0, 1.0)[:, None]
-        s0, t0 = geometry.segment_closest(x0[ea[:, 0]], x0[ea[:, 1]], x0[eb[:, 0]], x0[eb[:, 1]])
-        offset0 = (x0[ea[:, 0]] + s0[:, None] * (x0[ea[:, 1]] - x0[ea[:, 0]])
-                   - x0[eb[:, 0]] - t0[:, None] * (x0[eb[:, 1]] - x0[eb[:, 0]]))
-        before = np.einsum("ij,ij->i", offset0, cross0)
         now = np.einsum("ij,ij->i", offset, cross1)
-        interior = np.all((np.stack([s, t, s0, t0]) > 0.0) & (np.stack([s, t, s0, t0]) < 1.0), axis=0)
+        interior = inside0 & (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0)
         length = np.linalg.norm(cross1, axis=1)
         # Nearly parallel edges have no common normal to cross along (the particle-triangle
         # contacts hold them); the sine of their angle must be clear at both ends of the step.
         lengths = np.linalg.norm(q1 - p1, axis=1) * np.linalg.norm(q2 - p2, axis=1)
-        lengths0 = (np.linalg.norm(x0[ea[:, 1]] - x0[ea[:, 0]], axis=1)
-                    * np.linalg.norm(x0[eb[:, 1]] - x0[eb[:, 0]], axis=1))
-        skew = (length > _SKEW * lengths) & (np.linalg.norm(cross0, axis=1) > _SKEW * lengths0)
+        skew = (length > _SKEW * lengths) & skew0
         crossed = interior & skew & (before * now < 0.0)
         direction = np.where(dist[:, None] > 1e-12, offset / np.maximum(dist, 1e-300)[:, None],
                              cross1 / np.maximum(length, 1e-300)[:, None])
