@@ -38,19 +38,12 @@ def read_key_into(key_block, buffer: np.ndarray) -> np.ndarray:
     return buffer
 
 
-def write_key(key_block, local: np.ndarray, buffer: np.ndarray | None = None) -> None:
+def write_key(key_block, local: np.ndarray) -> None:
     """Store (n, 3) local coordinates in a shape key and tag the mesh for re-evaluation.
 
-    buffer: optional C-contiguous float32 array of n * 3 floats to convert through (reused across
-    frames, so playback allocates no float32 copy); a float32 `local` is written as it is.
+    A C-contiguous float32 `local` (playback's reused buffer) is written as it is, without a copy.
     """
-    if local.dtype == np.float32 and local.flags.c_contiguous:
-        flat = local.reshape(-1)
-    elif buffer is not None:
-        flat = buffer.reshape(-1)
-        np.copyto(flat.reshape(local.shape), local)
-    else:
-        flat = np.ascontiguousarray(local, dtype=np.float32).reshape(-1)
+    flat = np.ascontiguousarray(local, dtype=np.float32).reshape(-1)
     key_points(key_block).foreach_set("co", flat)
     key_block.id_data.user.update_tag()
 
