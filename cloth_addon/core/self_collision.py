@@ -196,8 +196,7 @@ class SelfCollision:
             return
         w = self.model.inv_mass
         held = np.zeros_like(x) if pushed is None else pushed
-        corners = self._triangles[tri]
-        side = self._sides(x, x0, who, corners)
+        side, h1 = self._sides(x, x0, who, self._triangles[tri])
         # The passes move particles by about the thickness: contacts whose bounding spheres are
         # farther apart than twice that, at the start and at the end, and that did not cross,
         # cannot act in this substep and are dropped before the (costly) narrow phase.
@@ -210,14 +209,41 @@ class SelfCollision:
             near |= np.linalg.norm(points[who] - centre[tri], axis=1) <= radius[tri] + gap
             e, f = edge_pairs[:, 0], edge_pairs[:, 1]
             near_edges |= np.linalg.norm(middle[e] - middle[f], axis=1) <= half[e] + half[f] + gap
-        who, corners, side = who[near], corners[near], side[near]
+        who, tri, side, h1 = who[near], tri[near], side[near], h1[near]
+        corners = self._triangles[tri]
         ea, eb = self._edges[edge_pairs[near_edges, 0]], self._edges[edge_pairs[near_edges, 1]]
         start = self._edge_start(x0, ea, eb)
-        for _ in range(self.passes):
+        # Verlet-style skipping (exact): a contact's distance can shrink by no more than its
+        # particles moved (point-triangle and segment-segment distances are 1-Lipschitz in each
+        # corner), so a contact `clear` farther than the thickness at reference positions cannot
+        # act before its particles moved that much in total. Most candidates never act; only
+        # the ones that might are evaluated. clear: a lower bound of (distance - thickness).
+        # Triangle contacts: the distance to the plane, a lower bound of the distance to the
+        # triangle, now (the first pass's reference); crossed ones always act.
+        tol = 1e-3 * self.thickness + 1e-4 * self._rest_longest  # rounding and bary slack
+        pt_clear = np.where(side != 0.0, -np.inf, np.abs(h1) - self.thickness)
+        # Edge contacts: the distance at the start of the substep, the reference x0; those that
+        # may cross (closest points inside both edges, not parallel) always act.
+        ee_clear = np.where(start[2] & start[3], -np.inf, start[4] - self.thickness)
+        ee_moved = np.linalg.norm(x - x0, axis=1)
+        reference = x.copy()
+        for number in range(self.passes):
+            moved = np.zeros(len(x)) if number == 0 else np.linalg.norm(x - reference, axis=1)
             moves = []
-            self._particle_triangle(x, x0, who, corners, side, w, held, moves)
+            may = pt_clear - moved[who] - moved[corners].max(axis=1) <= tol
+            evaluated, dist = self._particle_triangle(x, x0, who[may], tri[may], side[may], w, held, moves,
+                                                      tol)
+            if number == 0:  # the first pass's exact distances, where computed, tighten the bound
+                pt_clear[np.flatnonzero(may)[evaluated]] = np.where(side[may][evaluated] != 0.0, -np.inf,
+                                                                    dist - self.thickness)
             self._particle_particle(x, x0, pairs, w, held, moves)
-            self._edge_edge(x, start, ea, eb, w, held, moves)
+            if number > 0:
+                ee_moved = moved
+            may = ee_clear - ee_moved[ea].max(axis=1) - ee_moved[eb].max(axis=1) <= tol
+            dist = self._edge_edge(x, tuple(v[may] for v in start), ea[may], eb[may], w, held, moves)
+            if number == 0:  # bounds moved to the first pass's positions, exact where computed
+                ee_clear -= ee_moved[ea].max(axis=1) + ee_moved[eb].max(axis=1)
+                ee_clear[may] = np.where(start[2][may] & start[3][may], -np.inf, dist - self.thickness)
             if not moves:
                 return
             index = np.concatenate([m[0] for m in moves])
@@ -240,7 +266,8 @@ class SelfCollision:
         return centre, radius, 0.5 * (a + b), 0.5 * np.linalg.norm(a - b, axis=1)
 
     def _sides(self, x, x0, who, corners):
-        """(k,) +-1 or 0: the side of each triangle's plane its particle must go back to.
+        """((k,) +-1 or 0: the side of each triangle's plane its particle must go back to,
+        (k,) signed distance to the plane now).
 
         +-1 where its path crossed the triangle during the substep (the signed distance changes
         sign and the particle is inside the triangle, both interpolated linearly at that moment):
@@ -261,17 +288,24 @@ class SelfCollision:
             point = x0[who[k]] + t * (x[who[k]] - x0[who[k]])
             through = np.all(geometry.barycentric(point, *at) >= -_SLACK, axis=1)
             side[k[through]] = np.sign(h0[k[through]])
-        return side
+        return side, h1
 
-    def _particle_triangle(self, x, x0, who, corners, side, w, held, moves):
-        if len(who) == 0:
-            return
+    def _particle_triangle(self, x, x0, who, tri, side, w, held, moves, tol):
+        """Push particles out of triangles. Returns (which contacts got an exact distance (k,) bool,
+        their distances to the triangle); the others are farther than the thickness from the plane."""
+        normals = geometry.triangle_normals(x, self._triangles)  # per triangle, not per contact
+        corners = self._triangles[tri]
+        h = np.einsum("ij,ij->i", x[who] - x[corners[:, 0]], normals[tri])
+        # The distance to the triangle is at least that to its plane: far from the plane and not
+        # crossed, the contact cannot act (no closest point needed).
+        close = (side != 0.0) | (np.abs(h) < self.thickness + tol)
+        if not np.any(close):
+            return close, np.zeros(0)
+        who, corners, side, h, normal = who[close], corners[close], side[close], h[close], normals[tri[close]]
         a, b, c = (x[corners[:, k]] for k in range(3))
         p = x[who]
         over = np.all(geometry.barycentric(p, a, b, c) >= -_SLACK, axis=1)
         q, bary, _ = geometry.closest_points(p, a, b, c)
-        normal = geometry.triangle_normals(x, corners)
-        h = np.einsum("ij,ij->i", p - a, normal)
         s = np.where(side != 0.0, side, np.where(h < 0.0, -1.0, 1.0))
         # Over the triangle: the signed distance on the starting side (crossing over counts as
         # negative). Beside it (closest point on an edge or corner): the plain distance.
@@ -284,7 +318,7 @@ class SelfCollision:
         gap = np.where(over, s * h, dist) - self.thickness  # < 0: too close, or crossed over
         active = (gap < 0.0) & (over | beside)
         if not np.any(active):
-            return
+            return close, dist
         who, corners, bary, direction, gap = (v[active] for v in (who, corners, bary, direction, gap))
         # Only the particle moves, by its mass-weighted share: the triangle's own corners are
         # moved by the mirrored contacts (each of them against the other layer's triangles).
@@ -300,6 +334,7 @@ class SelfCollision:
         cut = np.minimum(1.0, self.friction * (-gap) / np.maximum(slide, 1e-300))
         move = share[:, None] * (-gap[:, None] * direction - cut[:, None] * tangent)
         moves.append((who, move))
+        return close, dist
 
     def _particle_particle(self, x, x0, pairs, w, held, moves):
         if len(pairs) == 0:
@@ -330,7 +365,7 @@ class SelfCollision:
     def _edge_start(x0, ea, eb):
         """What the edge pairs looked like at the start of the substep (the same in every pass):
         (common normal (k, 3), offset along it (k,), closest points inside both edges (k,),
-        the edges clearly not parallel (k,))."""
+        the edges clearly not parallel (k,), distance (k,))."""
         a0, a1, b0, b1 = x0[ea[:, 0]], x0[ea[:, 1]], x0[eb[:, 0]], x0[eb[:, 1]]
         cross0 = np.cross(a1 - a0, b1 - b0)
         s0, t0 = geometry.segment_closest(a0, a1, b0, b1)
@@ -338,13 +373,15 @@ class SelfCollision:
         inside = (s0 > 0.0) & (s0 < 1.0) & (t0 > 0.0) & (t0 < 1.0)
         lengths0 = np.linalg.norm(a1 - a0, axis=1) * np.linalg.norm(b1 - b0, axis=1)
         skew0 = np.linalg.norm(cross0, axis=1) > _SKEW * lengths0
-        return cross0, np.einsum("ij,ij->i", offset0, cross0), inside, skew0
+        return (cross0, np.einsum("ij,ij->i", offset0, cross0), inside, skew0,
+                np.linalg.norm(offset0, axis=1))
 
     def _edge_edge(self, x, start, ea, eb, w, held, moves):
-        """Mesh edges at least `thickness` apart, and back to their starting side if they crossed."""
+        """Mesh edges at least `thickness` apart, and back to their starting side if they crossed.
+        Returns their distances (k,)."""
         if len(ea) == 0:
-            return
-        cross0, before, inside0, skew0 = start
+            return np.zeros(0)
+        cross0, before, inside0, skew0, _ = start
         p1, q1, p2, q2 = x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]]
         s, t = geometry.segment_closest(p1, q1, p2, q2)
         offset = p1 + s[:, None] * (q1 - p1) - p2 - t[:, None] * (q2 - p2)
@@ -367,7 +404,7 @@ class SelfCollision:
         gap = np.where(crossed, -dist, dist) - self.thickness
         active = gap < 0.0
         if not np.any(active):
-            return
+            return dist
         ea, eb, s, t, direction, gap = (v[active] for v in (ea, eb, s, t, direction, gap))
         coeff = np.stack([1.0 - s, s, -(1.0 - t), -t], axis=1)  # how each end moves the gap
         ends = np.concatenate([ea, eb], axis=1)
@@ -379,6 +416,7 @@ class SelfCollision:
         for k in range(4):  # the four ends of all edge pairs at once
             move = (wk[:, k] * coeff[:, k] * lam)[:, None] * direction
             moves.append((ends[:, k], _clamp(move, -gap)))
+        return dist
 
 
 def _free(inv_mass, held, direction):
