@@ -80,3 +80,17 @@ def test_self_collision_settings_drive_the_core(scene):
     sim = session._sessions[obj.session_uid].sim
     assert not sim.settings.self_collision
     assert abs(sim.settings.collision_distance - 0.005) < 1e-7
+
+
+def test_sphere_shaped_colliders_are_exact_balls_and_other_shapes_meshes(scene):
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.5, location=(0, 0, 0.2))
+    _collision(bpy.context.active_object)
+    bpy.ops.mesh.primitive_ico_sphere_add(radius=0.3, subdivisions=3, location=(2, 0, 0))
+    _collision(bpy.context.active_object)
+    bpy.ops.mesh.primitive_cube_add(size=0.6, location=(-2, 0, 0))  # corners equidistant, faces not
+    _collision(bpy.context.active_object)
+    found, _ = colliders.scene_colliders(scene, bpy.context.evaluated_depsgraph_get(), exclude_uid=-1)
+    balls = sorted((c for c in found if isinstance(c, core.SphereCollider)), key=lambda c: c.radius)
+    assert [type(c).__name__ for c in found].count("MeshCollider") == 1
+    assert [round(c.radius, 6) for c in balls] == [0.3, 0.5]
+    assert np.allclose(balls[1].center, (0, 0, 0.2), atol=1e-6)
