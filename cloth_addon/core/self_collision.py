@@ -96,6 +96,76 @@ class SelfCollision:
         self._ve_edge = order // 2
         self._ve_start = np.searchsorted(edges.ravel()[order], np.arange(n))
         self._ve_count = np.bincount(edges.ravel(), minlength=n)
+        self._precompute_rest_neighbourhood()
+
+    def _precompute_rest_neighbourhood(self):
+        """What the rest shape rules out, as sorted keys, found once instead of every substep:
+        particle pairs sharing a spring or closer than the thickness, particles within the
+        thickness of a triangle, edge pairs sharing a particle or within the thickness."""
+        from scipy.spatial import cKDTree
+
+        n, d, rest, tris = self.model.n_particles, self.thickness, self._rest, self._triangles
+        tree = cKDTree(rest)
+        near = tree.query_pairs(d * (1.0 + 1e-9), output_type="ndarray").astype(np.int64)
+        apart = rest[near[:, 0]] - rest[near[:, 1]]
+        near = near[np.einsum("ij,ij->i", apart, apart) <= d * d]  # the test _candidates skipped
+        self._excluded_keys = np.union1d(self._spring_keys, near[:, 0] * n + near[:, 1])
+        # Particle-triangle and edge-edge pairs within the thickness at rest: found around
+        # bounding spheres (a point within d of a triangle is within d + radius of its centre),
+        # so that few pairs need an exact distance.
+        slack = 1e-9 * (d + 1.0)
+        self._touching_keys = np.zeros(0, dtype=np.int64)
+        centre, radius, middle, half = self._spheres(rest)
+        if len(tris):
+            found = cKDTree(centre).sparse_distance_matrix(tree, d + float(radius.max()) + slack,
+                                                          output_type="ndarray")
+            tri, who = found["i"].astype(np.int64), found["j"].astype(np.int64)
+            keep = (found["v"] <= d + radius[tri] + slack) & np.all(tris[tri] != who[:, None], axis=1)
+            who, tri = who[keep], tri[keep]
+            apart = self._rest_apart(who, tri)
+            self._touching_keys = np.sort(who[~apart] * len(tris) + tri[~apart])
+        m = len(self._edges)
+        self._touching_edge_keys = np.zeros(0, dtype=np.int64)
+        if m:
+            found = cKDTree(middle).query_pairs(d + 2.0 * float(half.max()) + slack,
+                                                output_type="ndarray").astype(np.int64)
+            e, f = found.min(axis=1), found.max(axis=1)
+            close = np.linalg.norm(middle[e] - middle[f], axis=1) <= d + half[e] + half[f] + slack
+            keys = e[close] * m + f[close]
+            keys = keys[~self._rest_edges_apart(keys)]
+            # An edge against itself never counts either.
+            self._touching_edge_keys = np.union1d(keys, np.arange(m) * (m + 1))
+
+    def _around(self, who, partner):
+        """Particle-triangle candidates: each `who` against the triangles around its `partner`,
+        sorted and without repeats, none of them the particle's own."""
+        counts = self._vt_count[partner]
+        tri = self._vt_tri[_ragged(self._vt_start[partner], counts)]
+        who = np.repeat(who, counts)
+        key = np.unique(who * len(self._triangles) + tri)
+        who, tri = key // len(self._triangles), key % len(self._triangles)
+        keep = np.all(self._triangles[tri] != who[:, None], axis=1)
+        return who[keep], tri[keep]
+
+    def _rest_apart(self, who, tri):
+        """(k,) bool: the particle is more than the thickness from the triangle at rest."""
+        rest, corners = self._rest, self._triangles[tri]
+        q, _, _ = geometry.closest_points(rest[who], rest[corners[:, 0]], rest[corners[:, 1]],
+                                         rest[corners[:, 2]])
+        return np.linalg.norm(rest[who] - q, axis=1) > self.thickness
+
+    def _rest_edges_apart(self, keys):
+        """(k,) bool: the edge pairs (keys e1 * edges + e2) share no particle and are more than
+        the thickness apart at rest."""
+        m, rest = len(self._edges), self._rest
+        a, b = self._edges[keys // m], self._edges[keys % m]
+        apart = np.all(a[:, :1] != b, axis=1) & np.all(a[:, 1:] != b, axis=1)  # disjoint first
+        a, b = a[apart], b[apart]
+        s, t = geometry.segment_closest(rest[a[:, 0]], rest[a[:, 1]], rest[b[:, 0]], rest[b[:, 1]])
+        gap = np.linalg.norm(rest[a[:, 0]] + s[:, None] * (rest[a[:, 1]] - rest[a[:, 0]])
+                             - rest[b[:, 0]] - t[:, None] * (rest[b[:, 1]] - rest[b[:, 0]]), axis=1)
+        apart[apart] = gap > self.thickness
+        return apart
 
     def _candidates(self, x, x0):
         """(particle pairs (p, 2), each particle's nearest partners (q, 2), particle-triangle
@@ -116,14 +186,12 @@ class SelfCollision:
         for points in (x, x0, 0.5 * (x + x0)):  # the end, the start and the middle of the substep
             # Three small queries, not one over start and end together: in a fast but rigid
             # motion (a falling sheet) start-to-end pairs would be many and all false.
-            found = cKDTree(points).query_pairs(reach, output_type="ndarray")
-            a, b = found[:, 0].astype(np.int64), found[:, 1].astype(np.int64)  # query_pairs: a < b
-            key = a * n + b
-            pos = np.searchsorted(self._spring_keys, key)
-            linked = self._spring_keys[np.minimum(pos, len(self._spring_keys) - 1)] == key
-            apart = self._rest[a] - self._rest[b]
-            keys.append(key[~linked & (np.einsum("ij,ij->i", apart, apart) > d * d)])
+            found = cKDTree(points).query_pairs(reach, output_type="ndarray").astype(np.int64)
+            keys.append(found[:, 0] * n + found[:, 1])  # query_pairs: first < second
+        # Pairs that share a spring or were closer than the thickness at rest: looked up once
+        # for the three queries together, in the set built at construction.
         keys = np.unique(np.concatenate(keys))
+        keys = keys[~_member(keys, self._excluded_keys)]
         pairs = np.stack([keys // n, keys % n], axis=1)
         empty = np.zeros(0, dtype=np.int64)
         if len(pairs) == 0 or len(self._triangles) == 0:
@@ -139,19 +207,9 @@ class SelfCollision:
         rank = np.arange(len(who)) - np.searchsorted(who, who)
         who, partner = who[rank < _PARTNERS], partner[rank < _PARTNERS]
         nearest = np.stack([who, partner], axis=1)  # also where edge-edge candidates come from
-        counts = self._vt_count[partner]
-        tri = self._vt_tri[_ragged(self._vt_start[partner], counts)]
-        who = np.repeat(who, counts)
-        key = np.unique(who * len(self._triangles) + tri)
-        who, tri = key // len(self._triangles), key % len(self._triangles)
-        corners = self._triangles[tri]
-        keep = np.all(corners != who[:, None], axis=1)
-        who, tri, corners = who[keep], tri[keep], corners[keep]
-        # Skip particles that sit on or next to the triangle in the rest shape.
-        rest = self._rest
-        q, _, _ = geometry.closest_points(rest[who], rest[corners[:, 0]], rest[corners[:, 1]],
-                                         rest[corners[:, 2]])
-        keep = np.linalg.norm(rest[who] - q, axis=1) > d
+        who, tri = self._around(who, partner)
+        # Skip particles that sit on or next to the triangle in the rest shape (set built once).
+        keep = ~_member(who * len(self._triangles) + tri, self._touching_keys)
         return pairs, nearest, who[keep], tri[keep]
 
     def _edge_pairs(self, pairs):
@@ -159,6 +217,18 @@ class SelfCollision:
         pairs = pairs[self._border_vertex[pairs[:, 0]] | self._border_vertex[pairs[:, 1]]]
         if len(pairs) == 0 or len(self._edges) == 0:
             return np.zeros((0, 2), dtype=np.int64)
+        keys = self._edge_products(pairs)
+        m = len(self._edges)
+        border = self._border_edge[keys // m] | self._border_edge[keys % m]
+        # Edges sharing a particle or within the thickness at rest: the set built at construction.
+        keep = border & ~_member(keys, self._touching_edge_keys)
+        return np.stack([keys // m, keys % m], axis=1)[keep]
+
+    def _edge_products(self, pairs):
+        """Sorted unique keys e1 * edges + e2 (e1 <= e2) of every edge at i with every edge at j,
+        over the particle pairs (i, j)."""
+        if len(pairs) == 0 or len(self._edges) == 0:
+            return np.zeros(0, dtype=np.int64)
         i, j = pairs[:, 0], pairs[:, 1]
         ci, cj = self._ve_count[i], self._ve_count[j]
         # Every edge at i with every edge at j: repeat i's edges cj times, tile j's edges ci times.
@@ -171,16 +241,7 @@ class SelfCollision:
         owner = np.repeat(np.arange(len(pairs)), ci * cj)
         second = ej[(np.cumsum(cj) - cj)[owner] + k % np.repeat(cj, ci * cj)]
         m = len(self._edges)
-        keys = np.unique(np.minimum(first, second) * m + np.maximum(first, second))
-        a, b = self._edges[keys // m], self._edges[keys % m]
-        disjoint = np.all(a[:, :1] != b, axis=1) & np.all(a[:, 1:] != b, axis=1)
-        rest = self._rest
-        s, t = geometry.segment_closest(rest[a[:, 0]], rest[a[:, 1]], rest[b[:, 0]], rest[b[:, 1]])
-        gap = np.linalg.norm(rest[a[:, 0]] + s[:, None] * (rest[a[:, 1]] - rest[a[:, 0]])
-                             - rest[b[:, 0]] - t[:, None] * (rest[b[:, 1]] - rest[b[:, 0]]), axis=1)
-        border = self._border_edge[keys // m] | self._border_edge[keys % m]
-        keep = disjoint & border & (gap > self.thickness)
-        return np.stack([keys // m, keys % m], axis=1)[keep]
+        return np.unique(np.minimum(first, second) * m + np.maximum(first, second))
 
     def project(self, x, x0, pushed=None) -> None:
         """Separate the cloth from itself, in place on x (n, 3); x0 (n, 3): start of the substep.
@@ -196,7 +257,7 @@ class SelfCollision:
             return
         w = self.model.inv_mass
         held = np.zeros_like(x) if pushed is None else pushed
-        side, h1 = self._sides(x, x0, who, self._triangles[tri])
+        side, h1 = self._sides(x, x0, who, tri)
         # The passes move particles by about the thickness: contacts whose bounding spheres are
         # farther apart than twice that, at the start and at the end, and that did not cross,
         # cannot act in this substep and are dropped before the (costly) narrow phase.
@@ -265,7 +326,7 @@ class SelfCollision:
         a, b = points[self._edges[:, 0]], points[self._edges[:, 1]]
         return centre, radius, 0.5 * (a + b), 0.5 * np.linalg.norm(a - b, axis=1)
 
-    def _sides(self, x, x0, who, corners):
+    def _sides(self, x, x0, who, tri):
         """((k,) +-1 or 0: the side of each triangle's plane its particle must go back to,
         (k,) signed distance to the plane now).
 
@@ -274,8 +335,10 @@ class SelfCollision:
         the side it came from. 0 elsewhere: the side it is on, read afresh in every pass (other
         contacts move it). Going round the triangle's edge is no crossing.
         """
-        n0 = geometry.triangle_normals(x0, corners)
-        n1 = geometry.triangle_normals(x, corners)
+        corners = self._triangles[tri]
+        # Per triangle, then per contact: fewer cross products (a triangle has several contacts).
+        n0 = geometry.triangle_normals(x0, self._triangles)[tri]
+        n1 = geometry.triangle_normals(x, self._triangles)[tri]
         h0 = np.einsum("ij,ij->i", x0[who] - x0[corners[:, 0]], n0)
         h1 = np.einsum("ij,ij->i", x[who] - x[corners[:, 0]], n1)
         side = np.zeros(len(who))  # 0: wherever it is when the contact is resolved
@@ -417,6 +480,13 @@ class SelfCollision:
             move = (wk[:, k] * coeff[:, k] * lam)[:, None] * direction
             moves.append((ends[:, k], _clamp(move, -gap)))
         return dist
+
+
+def _member(keys, table):
+    """(k,) bool: which keys are in the sorted int64 array `table`."""
+    if len(table) == 0:
+        return np.zeros(len(keys), dtype=bool)
+    return table[np.minimum(np.searchsorted(table, keys), len(table) - 1)] == keys
 
 
 def _free(inv_mass, held, direction):
