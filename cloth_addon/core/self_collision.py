@@ -186,7 +186,8 @@ class SelfCollision:
         for points in (x, x0, 0.5 * (x + x0)):  # the end, the start and the middle of the substep
             # Three small queries, not one over start and end together: in a fast but rigid
             # motion (a falling sheet) start-to-end pairs would be many and all false.
-            found = cKDTree(points).query_pairs(reach, output_type="ndarray").astype(np.int64)
+            tree = cKDTree(points, balanced_tree=False)  # builds faster, queries as fast here
+            found = tree.query_pairs(reach, output_type="ndarray").astype(np.int64)
             keys.append(found[:, 0] * n + found[:, 1])  # query_pairs: first < second
         # Pairs that share a spring or were closer than the thickness at rest: looked up once
         # for the three queries together, in the set built at construction.
@@ -271,9 +272,10 @@ class SelfCollision:
             e, f = edge_pairs[:, 0], edge_pairs[:, 1]
             near_edges |= np.linalg.norm(middle[e] - middle[f], axis=1) <= half[e] + half[f] + gap
         who, tri, side, h1 = who[near], tri[near], side[near], h1[near]
-        corners = self._triangles[tri]
-        ea, eb = self._edges[edge_pairs[near_edges, 0]], self._edges[edge_pairs[near_edges, 1]]
-        start = self._edge_start(x0, ea, eb)
+        ia, ib = edge_pairs[near_edges, 0], edge_pairs[near_edges, 1]  # edge numbers
+        ea, eb = self._edges[ia], self._edges[ib]
+        lengths0 = self._edge_lengths(x0)
+        start = self._edge_start(x0, ea, eb, lengths0[ia] * lengths0[ib])
         # Verlet-style skipping (exact): a contact's distance can shrink by no more than its
         # particles moved (point-triangle and segment-segment distances are 1-Lipschitz in each
         # corner), so a contact `clear` farther than the thickness at reference positions cannot
@@ -291,7 +293,9 @@ class SelfCollision:
         for number in range(self.passes):
             moved = np.zeros(len(x)) if number == 0 else np.linalg.norm(x - reference, axis=1)
             moves = []
-            may = pt_clear - moved[who] - moved[corners].max(axis=1) <= tol
+            # Largest move per triangle and per edge first: fewer values to gather.
+            tri_moved = moved[self._triangles].max(axis=1)
+            may = pt_clear - moved[who] - tri_moved[tri] <= tol
             evaluated, dist = self._particle_triangle(x, x0, who[may], tri[may], side[may], w, held, moves,
                                                       tol)
             if number == 0:  # the first pass's exact distances, where computed, tighten the bound
@@ -300,10 +304,13 @@ class SelfCollision:
             self._particle_particle(x, x0, pairs, w, held, moves)
             if number > 0:
                 ee_moved = moved
-            may = ee_clear - ee_moved[ea].max(axis=1) - ee_moved[eb].max(axis=1) <= tol
-            dist = self._edge_edge(x, tuple(v[may] for v in start), ea[may], eb[may], w, held, moves)
+            edge_moved = ee_moved[self._edges].max(axis=1)
+            may = ee_clear - edge_moved[ia] - edge_moved[ib] <= tol
+            lengths = self._edge_lengths(x)
+            dist = self._edge_edge(x, tuple(v[may] for v in start), ea[may], eb[may],
+                                   lengths[ia[may]] * lengths[ib[may]], w, held, moves)
             if number == 0:  # bounds moved to the first pass's positions, exact where computed
-                ee_clear -= ee_moved[ea].max(axis=1) + ee_moved[eb].max(axis=1)
+                ee_clear -= edge_moved[ia] + edge_moved[ib]
                 ee_clear[may] = np.where(start[2][may] & start[3][may], -np.inf, dist - self.thickness)
             if not moves:
                 return
@@ -315,6 +322,10 @@ class SelfCollision:
             count = np.bincount(index, minlength=len(x))
             for axis in range(3):
                 x[:, axis] += np.bincount(index, vectors[:, axis], len(x)) / np.maximum(count, 1)
+
+    def _edge_lengths(self, points):
+        """(e,) length of every mesh edge, m."""
+        return np.linalg.norm(points[self._edges[:, 1]] - points[self._edges[:, 0]], axis=1)
 
     def _spheres(self, points):
         """Bounding spheres: triangle centroids (t, 3) and radii (t,), edge midpoints (e, 3) and
@@ -367,15 +378,20 @@ class SelfCollision:
         who, corners, side, h, normal = who[close], corners[close], side[close], h[close], normals[tri[close]]
         a, b, c = (x[corners[:, k]] for k in range(3))
         p = x[who]
-        over = np.all(geometry.barycentric(p, a, b, c) >= -_SLACK, axis=1)
-        q, bary, _ = geometry.closest_points(p, a, b, c)
+        bary = geometry.barycentric(p, a, b, c)
+        over = np.all(bary >= -_SLACK, axis=1)
         s = np.where(side != 0.0, side, np.where(h < 0.0, -1.0, 1.0))
         # Over the triangle: the signed distance on the starting side (crossing over counts as
-        # negative). Beside it (closest point on an edge or corner): the plain distance.
-        offset = p - q
-        dist = np.linalg.norm(offset, axis=1)
+        # negative), weights of the projection. Beside it: the plain distance to the closest
+        # point on an edge or corner, computed only there. (dist over it: that to the plane.)
+        offset = np.zeros_like(p)
+        dist = np.abs(h)
+        aside = np.flatnonzero(~over)
+        if len(aside):
+            q, bary[aside], _ = geometry.closest_points(p[aside], a[aside], b[aside], c[aside])
+            offset[aside] = p[aside] - q
+            dist[aside] = np.linalg.norm(offset[aside], axis=1)
         beside = ~over & (dist > 1e-12)
-        bary[over] = geometry.barycentric(p[over], a[over], b[over], c[over])
         direction = s[:, None] * normal
         direction[beside] = offset[beside] / dist[beside, None]
         gap = np.where(over, s * h, dist) - self.thickness  # < 0: too close, or crossed over
@@ -425,7 +441,7 @@ class SelfCollision:
 
 
     @staticmethod
-    def _edge_start(x0, ea, eb):
+    def _edge_start(x0, ea, eb, lengths0):
         """What the edge pairs looked like at the start of the substep (the same in every pass):
         (common normal (k, 3), offset along it (k,), closest points inside both edges (k,),
         the edges clearly not parallel (k,), distance (k,))."""
@@ -434,12 +450,11 @@ class SelfCollision:
         s0, t0 = geometry.segment_closest(a0, a1, b0, b1)
         offset0 = a0 + s0[:, None] * (a1 - a0) - b0 - t0[:, None] * (b1 - b0)
         inside = (s0 > 0.0) & (s0 < 1.0) & (t0 > 0.0) & (t0 < 1.0)
-        lengths0 = np.linalg.norm(a1 - a0, axis=1) * np.linalg.norm(b1 - b0, axis=1)
         skew0 = np.linalg.norm(cross0, axis=1) > _SKEW * lengths0
         return (cross0, np.einsum("ij,ij->i", offset0, cross0), inside, skew0,
                 np.linalg.norm(offset0, axis=1))
 
-    def _edge_edge(self, x, start, ea, eb, w, held, moves):
+    def _edge_edge(self, x, start, ea, eb, lengths, w, held, moves):
         """Mesh edges at least `thickness` apart, and back to their starting side if they crossed.
         Returns their distances (k,)."""
         if len(ea) == 0:
@@ -457,7 +472,6 @@ class SelfCollision:
         length = np.linalg.norm(cross1, axis=1)
         # Nearly parallel edges have no common normal to cross along (the particle-triangle
         # contacts hold them); the sine of their angle must be clear at both ends of the step.
-        lengths = np.linalg.norm(q1 - p1, axis=1) * np.linalg.norm(q2 - p2, axis=1)
         skew = (length > _SKEW * lengths) & skew0
         crossed = interior & skew & (before * now < 0.0)
         direction = np.where(dist[:, None] > 1e-12, offset / np.maximum(dist, 1e-300)[:, None],
