@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from ..sparse_ops import MatVec
 from ..topology import STRUCTURAL
+from .base import InertialSolver
 from .factor import factorize
 
 # Spectral-radius estimate for Chebyshev when the settings give none. `python build.py paper`
@@ -32,28 +33,19 @@ DEFAULT_RHO = 0.95
 CHEBYSHEV_DELAY = 2
 
 
-def spring_matrices(model, stiffness, free_index, n_free):
-    """L (n, n) and J split by free/pinned rows, as CSR.
+def spring_matrices(incidence, stiffness, free, pinned):
+    """L = A^T K A and J = A^T K, split by free/pinned particles, from the (s, n) incidence A
+    (+1 at a spring's first particle, -1 at its second) and K = diag(stiffness).
 
-    Returns (L_ff, L_fp, J_f): L_ff (f, f) for the system, L_fp (f, p) coupling to pinned
-    particles, J_f (f, s) with +k at the spring's first particle and -k at its second.
-    free_index: (n,) int, position of each particle among the free ones, -1 if pinned.
+    Returns (L_ff, L_fp, J_f): L_ff (f, f) CSC for the system, L_fp (f, p) CSR coupling to
+    the pinned particles, J_f (f, s) CSR. free, pinned: particle indices.
     """
-    i, j = model.spring_indices.T
-    n, s = model.n_particles, model.n_springs
-    rows = np.concatenate([i, j, i, j])
-    cols = np.concatenate([i, j, j, i])
-    vals = np.concatenate([stiffness, stiffness, -stiffness, -stiffness])
-    laplacian = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
-    free = free_index >= 0
-    pinned = ~free
-    ids = np.arange(s)
-    incidence = sp.csr_matrix((np.concatenate([stiffness, -stiffness]),
-                               (np.concatenate([i, j]), np.concatenate([ids, ids]))), shape=(n, s))
-    return laplacian[free][:, free].tocsc(), laplacian[free][:, pinned].tocsr(), incidence[free].tocsr()
+    weighted = (incidence.T @ sp.diags(stiffness)).tocsr()  # J, (n, s)
+    laplacian = (weighted @ incidence).tocsr()
+    return laplacian[free][:, free].tocsc(), laplacian[free][:, pinned].tocsr(), weighted[free]
 
 
-class FastMassSpringSolver:
+class FastMassSpringSolver(InertialSolver):
     """Local/global solver for one ClothModel.
 
     factorizations: how many times M + h^2 L was factored (tests count it).
@@ -61,22 +53,18 @@ class FastMassSpringSolver:
     """
 
     def __init__(self, model, settings):
-        self.model = model
-        self.iterations = settings.iterations
-        self.damping = 1.0 - (1.0 - settings.damping) ** (1.0 / settings.substeps)
+        super().__init__(model, settings)
         self.h = settings.h
         self.chebyshev = settings.chebyshev
         self.rho = settings.chebyshev_rho if settings.chebyshev_rho is not None else DEFAULT_RHO
         self.free = np.flatnonzero(~model.pinned)
-        self.free_index = np.full(model.n_particles, -1, dtype=np.int64)
-        self.free_index[self.free] = np.arange(len(self.free))
         self.one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
         self.rest = model.spring_rest_length
         self.active = np.ones(model.n_springs, dtype=bool)
         s = model.n_springs
         # p_i1 - p_i2 as sparse products (4x faster than gathering rows), split so that the
         # pinned particles' part is computed once per step, not once per iteration
-        incidence = sp.csc_matrix(
+        self.incidence = incidence = sp.csc_matrix(
             (np.repeat([1.0, -1.0], s), (np.tile(np.arange(s), 2), model.spring_indices.T.ravel())),
             shape=(s, model.n_particles))
         # Iterations keep coordinates as rows, (3, f) and (3, s): element-wise work on long
@@ -94,15 +82,13 @@ class FastMassSpringSolver:
         if not np.array_equal(active, self.active):
             self.active = active.copy()
             self._dirty = True
-        elif self.factorizations == 0:
-            self._dirty = True
 
     def _refactor(self) -> None:
         start = time.perf_counter()
         h2 = self.h * self.h
         stiffness = np.where(self.active, self.model.spring_stiffness, 0.0)
-        self.L_ff, self.L_fp, self.J_f = spring_matrices(self.model, stiffness, self.free_index,
-                                                         len(self.free))
+        self.L_ff, self.L_fp, self.J_f = spring_matrices(self.incidence, stiffness, self.free,
+                                                         self.model.pinned_indices)
         self.mass_f = self.model.mass[self.free]
         system = sp.diags(self.mass_f).tocsc() + h2 * self.L_ff
         self.solve = factorize(system)
@@ -110,12 +96,6 @@ class FastMassSpringSolver:
         self.factorizations += 1
         self._dirty = False
         self.timings["factor"] += time.perf_counter() - start
-
-    def predict(self, positions, previous, accel, h, pin_targets):
-        """y = x + (1 - damping)(x - x_prev) + a h^2; pinned at their targets."""
-        predicted = positions + (1.0 - self.damping) * (positions - previous) + accel * (h * h)
-        predicted[self.model.pinned_indices] = pin_targets
-        return predicted
 
     def spring_targets(self, delta: np.ndarray) -> np.ndarray:
         """Local step: (3, s) vectors d_i of rest length along p_i1 - p_i2 (delta, (3, s), reused).

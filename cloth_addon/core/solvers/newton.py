@@ -17,6 +17,12 @@ from .fast_mass_spring import FastMassSpringSolver
 class NewtonSolver(FastMassSpringSolver):
     """Same prediction, pins and tearing as the fast solver; a different minimiser."""
 
+    def __init__(self, model, settings):
+        super().__init__(model, settings)
+        # each free particle's row block in the Hessian; -1 for pinned ones
+        self.free_index = np.full(model.n_particles, -1, dtype=np.int64)
+        self.free_index[self.free] = np.arange(len(self.free))
+
     def working(self, x) -> np.ndarray:
         """(s,) bool: springs with energy at x (active, and not a compressed one-sided spring)."""
         if not self.one_sided.any():

@@ -14,9 +14,10 @@ import scipy.sparse as sp
 from ..colouring import colour_springs
 from ..sparse_ops import MatVec
 from ..topology import STRUCTURAL
+from .base import InertialSolver
 
 
-class VerletSolver:
+class VerletSolver(InertialSolver):
     """Solver for one ClothModel; `advance` computes one substep.
 
     Inside the relaxation positions are one flat coordinate-major array [x..., y..., z...]. Per
@@ -26,9 +27,7 @@ class VerletSolver:
     """
 
     def __init__(self, model, settings):
-        self.model = model
-        self.iterations = settings.iterations
-        self.damping = 1.0 - (1.0 - settings.damping) ** (1.0 / settings.substeps)
+        super().__init__(model, settings)
         h = settings.h
         i, j = model.spring_indices.T
         wi, wj = model.inv_mass[i], model.inv_mass[j]
@@ -69,13 +68,6 @@ class VerletSolver:
         for group in self.colours:
             kept = active[group["ids"]]
             group["active"] = None if kept.all() else kept.astype(np.float64)
-
-    def predict(self, positions, previous, accel, h, pin_targets):
-        """Inertial prediction x + (1 - damping)(x - x_prev) + a h^2; pinned go to their targets."""
-        predicted = positions + (1.0 - self.damping) * (positions - previous) + accel * (h * h)
-        pinned = self.model.pinned_indices
-        predicted[pinned] = pin_targets
-        return predicted
 
     def advance(self, positions, previous, accel, h, pin_targets):
         """One substep: (n, 3) positions after prediction and relaxation (before collisions)."""
