@@ -148,7 +148,7 @@ class CLOTH_ADDON_OT_bake(bpy.types.Operator):
     _timer = None
 
     def _start(self, context):
-        objects = [obj for obj in _cloth_targets(context)]
+        objects = _cloth_targets(context)
         if not objects:
             self.report({"ERROR"}, "No selected object is cloth")
             return None
