@@ -39,7 +39,7 @@ def grid(nx: int, ny: int, size: float = 1.0, plane: str = "xz", triangles: bool
 
 @dataclass
 class StepProblem:
-    """One implicit Euler step, frozen: the solver's advance(positions, previous, accel, h, pin_targets)."""
+    """One implicit Euler step, frozen: the solver's advance(positions, previous, accel, pin_targets)."""
 
     sim: Simulation
     positions: np.ndarray
@@ -52,7 +52,7 @@ class StepProblem:
         return self.sim.settings.h
 
     def args(self):
-        return self.positions, self.previous, self.accel, self.h, self.pin_targets
+        return self.positions, self.previous, self.accel, self.pin_targets
 
 
 def paper_problem(kind: str = "gentle", n: int = 50, settings: Settings | None = None) -> StepProblem:

@@ -2,7 +2,7 @@
 
 One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
     accel    = gravity + drag/wind                       (forces.py)
-    x_new    = solver.advance(x, x_prev, accel, h)       (prediction + constraints / implicit solve)
+    x_new    = solver.advance(x, x_prev, accel, pins)     (prediction + constraints / implicit solve)
     x_new    = colliders project it out of their bodies  (colliders.py, mesh_collider.py)
     x_new    = self-collision, then the colliders again   (self_collision.py, if enabled)
     tearing  = springs longer than rest * tear_factor break for good
@@ -169,7 +169,7 @@ class Simulation:
             target = start + (self._pin_targets - start) * (sub / substeps)
             velocity = (x - x_prev) / h
             accel = forces.external_acceleration(model, x, velocity, settings, h)
-            x_new = self.solver.advance(x, x_prev, accel, h, target)
+            x_new = self.solver.advance(x, x_prev, accel, target)
             self._collide(x_new, x)
             x_prev, x = x, x_new
             if settings.tear_factor is not None:

@@ -1,19 +1,40 @@
-"""What every solver shares: per-substep damping and the inertial prediction."""
+"""What every solver shares: the substep length, per-substep damping and the inertial prediction.
+
+The substep length h = Settings.dt / Settings.substeps is fixed when a solver is built: the
+implicit solvers factor M + h^2 L with it, so `advance` takes no h of its own (a second,
+different h would silently disagree with the factorisation). Changing dt or substeps builds a
+new solver (Simulation.settings does that).
+"""
 
 import numpy as np
 
 
 class InertialSolver:
-    """Base of the solvers: `advance` (one substep) and `set_active` (tearing) are theirs."""
+    """Base of the solvers. Each provides
+
+        advance(positions, previous, accel, pin_targets) -> (n, 3) positions one substep later
+        set_active(active)  # (s,) bool, springs that still exist (tearing)
+
+    h: substep length, s (fixed for the solver's life).
+    """
 
     def __init__(self, model, settings):
         self.model = model
+        self.h = settings.h
         self.iterations = settings.iterations
         # Settings.damping is per frame; compounded over the substeps it removes the same share.
         self.damping = 1.0 - (1.0 - settings.damping) ** (1.0 / settings.substeps)
 
-    def predict(self, positions, previous, accel, h, pin_targets) -> np.ndarray:
-        """(n, 3) x + (1 - damping)(x - x_prev) + a h^2, the pinned particles at their targets."""
-        predicted = positions + (1.0 - self.damping) * (positions - previous) + accel * (h * h)
+    def advance(self, positions, previous, accel, pin_targets) -> np.ndarray:
+        raise NotImplementedError
+
+    def set_active(self, active: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def predict(self, positions, previous, accel, pin_targets) -> np.ndarray:
+        """(n, 3) x + (1 - damping)(x - x_prev) + a h^2, the pinned particles at their targets.
+
+        positions, previous, accel: (n, 3) float64 (m, m, m/s^2); pin_targets: (p, 3) m."""
+        predicted = positions + (1.0 - self.damping) * (positions - previous) + accel * (self.h * self.h)
         predicted[self.model.pinned_indices] = pin_targets
         return predicted

@@ -54,7 +54,6 @@ class FastMassSpringSolver(InertialSolver):
 
     def __init__(self, model, settings):
         super().__init__(model, settings)
-        self.h = settings.h
         self.chebyshev = settings.chebyshev
         self.rho = settings.chebyshev_rho if settings.chebyshev_rho is not None else DEFAULT_RHO
         self.free = np.flatnonzero(~model.pinned)
@@ -113,7 +112,7 @@ class FastMassSpringSolver(InertialSolver):
         delta *= scale
         return delta
 
-    def advance(self, positions, previous, accel, h, pin_targets, iterations=None, callback=None,
+    def advance(self, positions, previous, accel, pin_targets, iterations=None, callback=None,
                 start_at_y=False):
         """One implicit Euler substep: (n, 3) positions after `iterations` local/global rounds.
 
@@ -127,18 +126,18 @@ class FastMassSpringSolver(InertialSolver):
         if self._dirty:
             self._refactor()
         iterations = self.iterations if iterations is None else iterations
-        y = self.predict(positions, previous, accel, h, pin_targets)
+        y = self.predict(positions, previous, accel, pin_targets)
         t0 = time.perf_counter()
         free, pinned = self.free, self.model.pinned_indices
         base = self.mass_f[:, None] * y[free]
         y_pinned = y[pinned]
         if len(pinned):
-            base -= (h * h) * (self.L_fp @ y_pinned)
+            base -= (self.h * self.h) * (self.L_fp @ y_pinned)
         # coordinate rows [x..., y..., z...], like the iterates' products below
         base = np.ascontiguousarray(base.T).ravel()
         delta_pinned = np.ascontiguousarray((self.incidence_pinned @ y_pinned).T).ravel()
         self.timings["rhs"] += time.perf_counter() - t0
-        x = y if start_at_y else self.predict(positions, previous, 0.0, h, pin_targets)
+        x = y if start_at_y else self.predict(positions, previous, 0.0, pin_targets)
         xf = x[free]
         n_springs = len(self.rest)
 

@@ -10,18 +10,27 @@ definite), factors it, solves for the step and backtracks until g decreases (Arm
 import numpy as np
 import scipy.sparse as sp
 
+from ..topology import STRUCTURAL
+from .base import InertialSolver
 from .factor import factorize
-from .fast_mass_spring import FastMassSpringSolver
 
 
-class NewtonSolver(FastMassSpringSolver):
+class NewtonSolver(InertialSolver):
     """Same prediction, pins and tearing as the fast solver; a different minimiser."""
 
     def __init__(self, model, settings):
         super().__init__(model, settings)
+        self.free = np.flatnonzero(~model.pinned)
+        self.one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
+        self.rest = model.spring_rest_length
+        self.active = np.ones(model.n_springs, dtype=bool)
         # each free particle's row block in the Hessian; -1 for pinned ones
         self.free_index = np.full(model.n_particles, -1, dtype=np.int64)
         self.free_index[self.free] = np.arange(len(self.free))
+
+    def set_active(self, active: np.ndarray) -> None:
+        """active: (s,) bool, springs that still exist (the Hessian is rebuilt every iteration)."""
+        self.active = np.asarray(active, dtype=bool).copy()
 
     def working(self, x) -> np.ndarray:
         """(s,) bool: springs with energy at x (active, and not a compressed one-sided spring)."""
@@ -66,11 +75,11 @@ class NewtonSolver(FastMassSpringSolver):
                                 shape=(size, size))
         return sp.diags(np.repeat(self.model.mass[self.free], 3)).tocsc() + springs
 
-    def advance(self, positions, previous, accel, h, pin_targets, iterations=None, callback=None,
+    def advance(self, positions, previous, accel, pin_targets, iterations=None, callback=None,
                 tolerance=0.0):
         """Newton iterations from x = y; stops early when |grad| <= tolerance * |grad_0|."""
         iterations = self.iterations if iterations is None else iterations
-        y = self.predict(positions, previous, accel, h, pin_targets)
+        y = self.predict(positions, previous, accel, pin_targets)
         x = y.copy()
         if callback is not None:
             callback(0, x)

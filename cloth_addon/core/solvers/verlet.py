@@ -28,7 +28,7 @@ class VerletSolver(InertialSolver):
 
     def __init__(self, model, settings):
         super().__init__(model, settings)
-        h = settings.h
+        h = self.h
         i, j = model.spring_indices.T
         wi, wj = model.inv_mass[i], model.inv_mass[j]
         k = model.spring_stiffness
@@ -69,9 +69,9 @@ class VerletSolver(InertialSolver):
             kept = active[group["ids"]]
             group["active"] = None if kept.all() else kept.astype(np.float64)
 
-    def advance(self, positions, previous, accel, h, pin_targets):
+    def advance(self, positions, previous, accel, pin_targets):
         """One substep: (n, 3) positions after prediction and relaxation (before collisions)."""
-        flat = np.ascontiguousarray(self.predict(positions, previous, accel, h, pin_targets).T).ravel()
+        flat = np.ascontiguousarray(self.predict(positions, previous, accel, pin_targets).T).ravel()
         lambdas = [np.zeros(len(g["ids"])) for g in self.colours] if self.has_compliance else None
         for _ in range(self.iterations):
             for index, g in enumerate(self.colours):
