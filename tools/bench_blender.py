@@ -283,8 +283,6 @@ def run_core(scene: Scene, frames: int) -> Run:
     # The same Settings, pins and colliders; the collider list is the one the add-on's frame 1 read.
     found, _ = session.colliders.scene_colliders(bpy.context.scene, bpy.context.evaluated_depsgraph_get(),
                                                  obj.session_uid)
-    for collider in found:
-        collider.thickness = max(0.0, collider.thickness + live.collider_extra)
     sim = core.Simulation(model.rest_positions, sheet_arrays(scene)[1], settings=live.sim.settings,
                           pinned=model.pinned, colliders=found)
     quality = Quality(model.rest_positions, mesh_edges(obj), planes)

@@ -25,7 +25,7 @@ WINDOWS = ((1, 8), (9, 16))  # first contacts, then a growing pile
 def _scene(self_collision: bool, solver: str) -> Simulation:
     vertices, faces, index = grid(N, N, SIZE, "xz")  # hanging, row 0 on top
     vertices = vertices + (0.0, 0.0, SIZE + THICKNESS)
-    settings = Settings(solver=solver, self_collision=self_collision, collision_distance=THICKNESS)
+    settings = Settings(solver=solver, self_collision=self_collision, self_collision_distance=THICKNESS)
     sim = Simulation(vertices, faces, settings, pinned=index[0], colliders=[PlaneCollider()])
     sim.top = vertices[index[0]]
     return sim

@@ -79,8 +79,9 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         name="Self Collision", default=False, update=_invalidate,
         description="Keep cloth vertices apart from each other")
     self_distance: FloatProperty(
-        name="Distance", default=0.01, min=0.0, soft_max=0.1, precision=4, unit="LENGTH",
-        update=_invalidate, description="Smallest distance kept between cloth vertices")
+        name="Distance", default=0.0, min=0.0, soft_max=0.1, precision=4, unit="LENGTH",
+        update=_invalidate,
+        description="Gap kept between layers of cloth; 0 = automatic (half the mesh's median edge length)")
     use_tearing: BoolProperty(
         name="Tearing", default=False, update=_invalidate,
         description="Springs stretched past the tear factor break for good")

@@ -33,7 +33,6 @@ def scene_inputs(scene) -> tuple:
 def settings_from(props, scene) -> "core.Settings":
     """Core Settings from an object's cloth_addon properties and the scene (fps, gravity, wind)."""
     dt, gravity = scene_inputs(scene)
-    self_distance = props.self_distance if props.use_self_collision else props.collision_distance
     return core.Settings(
         solver=SOLVER_NAMES[props.solver], dt=dt, substeps=props.substeps,
         iterations=props.iterations, gravity=gravity, density=props.density,
@@ -41,7 +40,8 @@ def settings_from(props, scene) -> "core.Settings":
         bend_stiffness=props.bend_stiffness, damping=props.damping, air_drag=props.air_drag,
         wind=tuple(np.asarray(props.wind, dtype=np.float64) + colliders.scene_wind(scene)),
         tear_factor=props.tear_factor if props.use_tearing else None,
-        self_collision=props.use_self_collision, collision_distance=self_distance,
+        self_collision=props.use_self_collision, collision_distance=props.collision_distance,
+        self_collision_distance=props.self_distance or None,
         friction=props.friction)
 
 
@@ -57,8 +57,6 @@ class ClothSession:
         self.frame_end = max(props.frame_end, props.frame_start)
         settings = settings_from(props, scene)
         self.scene_inputs = scene_inputs(scene)
-        # Self-collision and collider distance differ: colliders get the difference as thickness.
-        self.collider_extra = props.collision_distance - settings.collision_distance
         pull = mesh_io.read_group_weights(obj, props.pin_group) * props.pin_stiffness
         rigid = pull >= RIGID_PIN
         self.soft = np.flatnonzero((pull > 0.0) & ~rigid)
@@ -105,8 +103,6 @@ class ClothSession:
             return self.cache[frame]
         targets_now = mesh_io.to_world(world_matrix(obj, depsgraph), self.rest_anchors)
         found, missing = colliders.scene_colliders(scene, depsgraph, self.uid)
-        for collider in found:
-            collider.thickness = max(0.0, collider.thickness + self.collider_extra)
         self.sim.colliders = found
         unsupported[self.uid] = missing
         wind = tuple(np.asarray(obj.cloth_addon.wind, dtype=np.float64) + colliders.scene_wind(scene))

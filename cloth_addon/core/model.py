@@ -50,6 +50,12 @@ class ClothModel:
     def n_springs(self) -> int:
         return len(self.spring_indices)
 
+    @property
+    def median_edge_length(self) -> float:
+        """m: median rest length of the structural springs (mesh edges); 0 without springs."""
+        structural = self.spring_rest_length[self.spring_kind == topology.STRUCTURAL]
+        return float(np.median(structural)) if len(structural) else 0.0
+
     def energy(self, positions: np.ndarray, active: np.ndarray | None = None) -> float:
         """Spring energy E = sum 1/2 k (|p1 - p2| - r)^2, J, over active springs."""
         i, j = self.spring_indices.T

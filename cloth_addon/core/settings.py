@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 SOLVERS = ("fast_mass_spring", "verlet", "newton")
 
 DEFAULT_MAX_VERTICES = 250_000
+# Settings.self_collision_distance=None: this fraction of the median rest edge length.
+AUTO_SELF_DISTANCE = 0.5
 
 
 def _vector3(name: str, value) -> tuple[float, float, float]:
@@ -51,9 +53,12 @@ class Settings:
     tear_factor:       None (off) or > 1: a spring longer than rest * tear_factor at the end of
                        a step breaks for good.
     one_sided:         structural springs resist stretching only (cloth may buckle, never stretch).
-    self_collision:    keep cloth particles at least collision_distance apart.
-    collision_distance: m, cloth thickness: kept from colliders (added to their thickness)
-                       and, with self_collision, between cloth particles.
+    self_collision:    keep the cloth (and other cloth objects simulated with it) from passing
+                       through itself, and its layers self_collision_distance apart.
+    collision_distance: m, cloth thickness against colliders (added to their own thickness).
+    self_collision_distance: m, gap kept between layers of cloth, or None (the default) for
+                       AUTO_SELF_DISTANCE times the mesh's median edge length: a fixed number
+                       would be too thick for a fine mesh and too thin for a coarse one.
     friction:          Coulomb friction coefficient for colliders that set none of their own.
     chebyshev:         Chebyshev acceleration of the fast solver's iterations (Wang 2015).
     chebyshev_rho:     spectral-radius estimate for it, in (0, 1); None = estimate it.
@@ -77,6 +82,7 @@ class Settings:
     one_sided: bool = False
     self_collision: bool = False
     collision_distance: float = 0.005
+    self_collision_distance: float | None = None
     friction: float = 0.3
     chebyshev: bool = True
     chebyshev_rho: float | None = None
@@ -117,6 +123,12 @@ class Settings:
             if not (math.isfinite(tear) and tear > 1.0):
                 raise ValueError(f"Settings.tear_factor must be None or > 1, got {self.tear_factor!r}")
             set_(self, "tear_factor", tear)
+        if self.self_collision_distance is not None:
+            distance = float(self.self_collision_distance)
+            if not (math.isfinite(distance) and distance > 0.0):
+                raise ValueError("Settings.self_collision_distance must be None (automatic) or a finite "
+                                 f"distance > 0, got {self.self_collision_distance!r}")
+            set_(self, "self_collision_distance", distance)
         if self.chebyshev_rho is not None:
             rho = float(self.chebyshev_rho)
             if not 0.0 < rho < 1.0:

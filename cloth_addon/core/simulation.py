@@ -14,7 +14,7 @@ import numpy as np
 
 from . import forces
 from .model import build_model
-from .settings import Settings
+from .settings import AUTO_SELF_DISTANCE, Settings
 from .state import ClothState
 
 # What counts as blown up: positions beyond this distance from the origin (m; a cloth in free
@@ -24,7 +24,7 @@ STRETCH_LIMIT = 1e3
 
 # Settings read afresh every step, and settings baked into the model.
 LIVE_FIELDS = {"gravity", "wind", "air_drag", "friction", "collision_distance", "self_collision",
-               "tear_factor"}
+               "self_collision_distance", "tear_factor"}
 MODEL_FIELDS = {"density", "linear_density", "stretch_stiffness", "shear_stiffness", "bend_stiffness",
                 "max_vertices"}
 
@@ -209,11 +209,19 @@ class Simulation:
     def _self_collision(self):
         """The SelfCollision for the current model and settings (settings may be replaced)."""
         from .self_collision import SelfCollision
-        key = (self.settings.collision_distance, self.settings.friction)
+        key = (self.self_collision_distance, self.settings.friction)
         cached = getattr(self, "_self_collider", None)
         if cached is None or cached[0] != key:
             self._self_collider = (key, SelfCollision(self.model, *key))
         return self._self_collider[1]
+
+    @property
+    def self_collision_distance(self) -> float:
+        """m: the gap self-collision keeps between layers (Settings.self_collision_distance, or
+        AUTO_SELF_DISTANCE times the median rest edge length when that is None)."""
+        if self.settings.self_collision_distance is not None:
+            return self.settings.self_collision_distance
+        return AUTO_SELF_DISTANCE * self.model.median_edge_length
 
     def _tear(self, x) -> None:
         """Break springs stretched past rest * tear_factor; refactor solvers once if any broke."""

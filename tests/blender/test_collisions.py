@@ -2,6 +2,7 @@
 
 import bpy
 import numpy as np
+import pytest
 from conftest import evaluated_world, make_cloth, make_grid, play
 
 from cloth_addon import core
@@ -74,11 +75,14 @@ def test_a_deforming_collider_is_read_every_frame(scene):
 def test_self_collision_settings_drive_the_core(scene):
     obj = make_cloth(make_grid(), use_self_collision=True, self_distance=0.02, collision_distance=0.005)
     sim = session._sessions[obj.session_uid].sim
-    assert sim.settings.self_collision and sim.settings.collision_distance == np.float32(0.02)
+    assert sim.settings.self_collision and sim.settings.self_collision_distance == np.float32(0.02)
+    assert abs(sim.settings.collision_distance - 0.005) < 1e-7
     obj.cloth_addon.use_self_collision = False
+    obj.cloth_addon.self_distance = 0.0  # automatic: half the median edge length
     play(scene, 2)
     sim = session._sessions[obj.session_uid].sim
-    assert not sim.settings.self_collision
+    assert not sim.settings.self_collision and sim.settings.self_collision_distance is None
+    assert sim.self_collision_distance == pytest.approx(0.5 * sim.model.median_edge_length)
     assert abs(sim.settings.collision_distance - 0.005) < 1e-7
 
 

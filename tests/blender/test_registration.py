@@ -97,7 +97,8 @@ def test_settings_reach_the_core(scene):
     settings = session.settings_from(props, scene)
     assert settings.solver == "verlet" and settings.tear_factor == pytest.approx(1.7)
     assert settings.dt == pytest.approx(1 / 30) and settings.gravity == pytest.approx((0, 0, -9.81))
-    assert settings.self_collision and settings.collision_distance == pytest.approx(0.02)
+    assert settings.self_collision and settings.self_collision_distance == pytest.approx(0.02)
+    assert settings.collision_distance == pytest.approx(props.collision_distance)
     assert settings.wind == pytest.approx((1.0, 0.0, 2.0))
     props.use_tearing = False
     assert session.settings_from(props, scene).tear_factor is None

@@ -56,8 +56,8 @@ def _folding_strip(solver, self_collision):
     vertices, faces, _ = make_grid(49, 5, 1.0, "xy")
     vertices = vertices * (1.2, 0.1, 1.0)
     thickness = 0.025
-    settings = Settings(solver=solver, self_collision=self_collision, collision_distance=thickness,
-                        substeps=4, friction=0.5, bend_stiffness=1.0)
+    settings = Settings(solver=solver, self_collision=self_collision, self_collision_distance=thickness,
+                        collision_distance=thickness, substeps=4, friction=0.5, bend_stiffness=1.0)
     sim = Simulation(vertices, faces, settings, colliders=[PlaneCollider()])
     standing = np.maximum(vertices[:, 0] - 0.6, 0.0)
     start = vertices.copy()
@@ -96,7 +96,7 @@ def test_sheet_falling_onto_a_pinned_sheet_stays_on_top():
     n = len(vertices)
     both = np.concatenate([vertices, vertices + (0.012, 0.013, 0.15)])
     sim = Simulation(both, np.concatenate([faces, faces + n]),
-                     Settings(self_collision=True, collision_distance=0.01, substeps=2),
+                     Settings(self_collision=True, self_collision_distance=0.01, substeps=2),
                      pinned=np.arange(n))
     for _ in range(24):
         sim.step(1)
@@ -129,8 +129,8 @@ def test_drape_over_a_mesh_sphere_on_a_floor(solver):
     vertices, faces, _ = make_grid(25, 25, 1.2, "xy")
     vertices = vertices + (-0.6, -0.6, 0.7)
     thickness = 0.05  # the spacing: folds cannot be tighter
-    settings = Settings(solver=solver, self_collision=True, collision_distance=thickness, substeps=2,
-                        bend_stiffness=1.0)
+    settings = Settings(solver=solver, self_collision=True, self_collision_distance=thickness, substeps=2,
+                        collision_distance=thickness, bend_stiffness=1.0)
     sim = Simulation(vertices, faces, settings, colliders=[ball, floor])
     for _ in range(36):
         sim.step(1)
@@ -149,7 +149,8 @@ def curtain_and_ball(solver="fast_mass_spring", frames=48, speed=0.02):
     ball collider) after every frame."""
     vertices, faces, index = make_grid(21, 21, 1.0, "xz")
     vertices = vertices + (-0.5, 0.0, 1.2)
-    settings = Settings(solver=solver, self_collision=True, collision_distance=0.02, substeps=2)
+    settings = Settings(solver=solver, self_collision=True, self_collision_distance=0.02,
+                        collision_distance=0.02, substeps=2)
     ball_vertices, ball_triangles = uv_sphere(0.2, 24, 12)
     start = np.array([0.0, -0.4, 0.6])
     ball = MeshCollider(ball_vertices + start, ball_triangles)

@@ -214,12 +214,25 @@ def test_rope_hangs_at_its_length():
         ({"gravity": (0, 0)}, "gravity"),
         ({"wind": (0, 0, float("inf"))}, "wind"),
         ({"tear_factor": 0.9}, "tear_factor"),
+        ({"self_collision_distance": 0.0}, "self_collision_distance"),
+        ({"self_collision_distance": float("nan")}, "self_collision_distance"),
         ({"stretch_stiffness": float("inf")}, "stretch_stiffness"),  # the implicit default solver
     ],
 )
 def test_invalid_settings_name_the_field(changes, field):
     with pytest.raises(ValueError, match=field):
         Settings(**changes)
+
+
+def test_self_collision_distance_is_its_own_setting_and_scales_with_the_mesh(grid):
+    """Automatic: half the median edge length, so a finer mesh gets a thinner gap; a set value
+    is used as given and leaves the collider distance alone."""
+    coarse, fine = (Simulation(*grid(n, n, 1.0)[:2]) for n in (11, 41))
+    assert coarse.self_collision_distance == pytest.approx(0.5 * 0.1)
+    assert fine.self_collision_distance == pytest.approx(0.5 * 0.025)
+    fine.settings = fine.settings.replace(self_collision_distance=0.02)
+    assert fine.self_collision_distance == 0.02
+    assert fine.settings.collision_distance == Settings().collision_distance
 
 
 def test_rigid_constraints_allowed_for_verlet(grid):
