@@ -14,6 +14,8 @@ Every collider has `project(positions, previous, movable, margin, friction)`:
 
 import numpy as np
 
+from .geometry import push_features
+
 
 def _apply_friction(positions, previous, hit, normal, depth, friction):
     """Cut the tangential displacement of contact particles by friction * depth."""
@@ -55,6 +57,16 @@ class PlaneCollider:
         mu = self.friction if self.friction is not None else friction
         _apply_friction(positions, previous, hit, np.broadcast_to(normal, (int(hit.sum()), 3)), depth, mu)
 
+    def contact_normals(self, positions, margin, movable, start=None):
+        """Particles touching the plane: (rows (k,), unit normals (k, 3), surface displacement
+        (k, 3) from pose `start` (a previous `point`) to now, or None)."""
+        normal = np.asarray(self.normal, dtype=np.float64)
+        normal = normal / np.linalg.norm(normal)
+        point = np.asarray(self.point, dtype=np.float64)
+        rows = np.flatnonzero(((positions - point) @ normal <= self.thickness + margin) & movable)
+        moved = None if start is None else np.broadcast_to(point - start, (len(rows), 3))
+        return rows, np.broadcast_to(normal, (len(rows), 3)), moved
+
 
 class SphereCollider:
     """Solid ball: particles closer than radius + thickness to `center` go to its surface.
@@ -70,9 +82,12 @@ class SphereCollider:
         self.thickness = float(thickness)
         self.friction = friction
 
-    def project(self, positions, previous, movable, margin=0.0, friction=0.0):
+    def project(self, positions, previous, movable, margin=0.0, friction=0.0, features=None):
+        """features: optional model.contact_features; its edges are kept out of the ball too."""
         center = np.asarray(self.center, dtype=np.float64)
         reach = self.radius + self.thickness + margin
+        if features is not None and len(features.edges):
+            self._push_edges(positions, features.edges, movable, center, reach)
         offset = positions - center
         dist = np.linalg.norm(offset, axis=1)
         hit = (dist < reach) & movable
@@ -86,3 +101,29 @@ class SphereCollider:
         positions[hit] = center + normal * reach
         mu = self.friction if self.friction is not None else friction
         _apply_friction(positions, previous, hit, normal, reach - d, mu)
+
+    @staticmethod
+    def _push_edges(positions, edges, movable, center, reach):
+        """Cloth edges whose inner points dip into the ball (both ends outside) pushed out."""
+        a, b = positions[edges[:, 0]], positions[edges[:, 1]]
+        ab = b - a
+        length2 = np.einsum("ij,ij->i", ab, ab)
+        s = np.clip(np.einsum("ij,ij->i", center - a, ab) / np.maximum(length2, 1e-300), 0.0, 1.0)
+        point = a + s[:, None] * ab
+        offset = point - center
+        dist = np.linalg.norm(offset, axis=1)
+        hit = (dist < reach) & (s > 0.0) & (s < 1.0) & (dist > 1e-12)
+        if np.any(hit):
+            sh = s[hit]
+            push_features(positions, edges[hit], np.stack([1.0 - sh, sh], axis=1), offset[hit] / dist[hit, None],
+                          reach - dist[hit], movable)
+
+    def contact_normals(self, positions, margin, movable, start=None):
+        """Particles touching the ball: (rows (k,), unit normals (k, 3), surface displacement
+        (k, 3) from pose `start` (a previous `center`) to now, or None)."""
+        center = np.asarray(self.center, dtype=np.float64)
+        offset = positions - center
+        dist = np.linalg.norm(offset, axis=1)
+        rows = np.flatnonzero((dist <= self.radius + self.thickness + margin) & movable & (dist > 1e-12))
+        moved = None if start is None else np.broadcast_to(center - start, (len(rows), 3))
+        return rows, offset[rows] / dist[rows, None], moved

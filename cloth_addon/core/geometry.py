@@ -4,6 +4,8 @@ Every function works on k independent (point, triangle) pairs at once: arrays of
 float64, metres. No Python loop over pairs.
 """
 
+import itertools
+
 import numpy as np
 
 # Feature of the triangle that holds the closest point (Ericson, Real-Time Collision Detection 5.1.5).
@@ -144,3 +146,33 @@ def segment_closest(p1, q1, p2, q2):
     low, high = t < 0.0, t > 1.0
     s = np.where(low, np.clip(-c / a_safe, 0.0, 1.0), np.where(high, np.clip((b - c) / a_safe, 0.0, 1.0), s))
     return s, np.clip(t, 0.0, 1.0)
+
+
+def push_features(positions, who, weights, normal, depth, movable):
+    """Move k features (edges, triangles) so that their point with barycentric `weights` goes
+    `depth` further along `normal`, in place.
+
+    positions: (n, 3) m; who: (k, m) int vertex ids; weights: (k, m) barycentric weights;
+    normal: (k, 3) unit; depth: (k,) m; movable: (n,) bool. The shares follow the inelastic
+    projection of a point on the feature (weights over their sum of squares), fixed vertices
+    passing their share to the others; several features at one vertex are averaged (Jacobi)."""
+    weights = weights * movable[who]
+    denom = np.einsum("ij,ij->i", weights, weights)
+    ok = denom > 1e-12
+    if not np.any(ok):
+        return
+    step = (weights[ok] * (depth[ok] / denom[ok])[:, None])[:, :, None] * normal[ok][:, None, :]
+    index = who[ok].ravel()
+    count = np.bincount(index, minlength=len(positions)).astype(np.float64)
+    for axis in range(3):
+        positions[:, axis] += np.bincount(index, step[:, :, axis].ravel(), len(positions)) / np.maximum(count, 1.0)
+
+
+def ball_pairs(tree, points, radius):
+    """(point rows (k,), tree rows (k,)) int64: the points of a scipy cKDTree within `radius`
+    (scalar or per point) of each of points (p, 3)."""
+    lists = tree.query_ball_point(points, radius, return_sorted=False)
+    counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    rows = np.repeat(np.arange(len(points)), counts)
+    # scipy returns one list per point; chain flattens them in C, without a Python loop body
+    return rows, np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))

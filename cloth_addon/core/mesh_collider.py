@@ -25,13 +25,14 @@ The collider's motion is what changed since the last `project` call: `update()` 
 call sees the whole move (Simulation with substeps: the first substep of the frame).
 """
 
-import itertools
-
 import numpy as np
 
 from . import geometry
 from .colliders import _apply_friction
 
+# Edges whose faces meet at more than this angle (rad) are sharp: they and their corners collide
+# with the cloth's edges and faces as features of their own.
+SHARP_ANGLE = np.radians(30.0)
 # Barycentric slack of the crossing test, so a path through a shared edge hits one of the two.
 _CROSS_SLACK = 1e-7
 
@@ -86,6 +87,14 @@ class MeshCollider:
         unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
         self._tri_edges = inverse.reshape(-1, 3)
         self._edge_count = len(unique)
+        self._edge_ends = np.stack([unique // n, unique % n], axis=1)
+        # the (up to) two triangles of every edge, -1 where there is one
+        order = np.argsort(inverse, kind="stable")
+        first = np.searchsorted(inverse[order], np.arange(len(unique)))
+        self._edge_tris = np.full((len(unique), 2), -1, dtype=np.int64)
+        self._edge_tris[:, 0] = order[first] // 3
+        two = counts >= 2
+        self._edge_tris[two, 1] = order[first[two] + 1] // 3
         # A triangle is part of a closed surface when each of its edges has exactly two triangles.
         self.closed = np.all(counts[self._tri_edges] == 2, axis=1)
 
@@ -125,9 +134,98 @@ class MeshCollider:
                                                np.repeat(normal[:, axis], 3), self._edge_count)
         centroid = corners.mean(axis=1)
         self._normal, self._vertex_normal, self._edge_normal = normal, vertex_normal, edge_normal
+        self._sharp_features(v, normal, vertex_normal, centroid)
         self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
         self._tree = cKDTree(centroid)
         self._geometry_of = self.vertices
+
+    def _sharp_features(self, v, normal, vertex_normal, centroid):
+        """Convex edges sharper than SHARP_ANGLE (a table's rim) and the corners where they meet:
+        the features that can cut into cloth between its vertices."""
+        from scipy.spatial import cKDTree
+
+        t0, t1 = self._edge_tris[:, 0], self._edge_tris[:, 1]
+        paired = t1 >= 0
+        n0, n1 = normal[t0], normal[np.maximum(t1, 0)]
+        bent = np.einsum("ij,ij->i", n0, n1) < np.cos(SHARP_ANGLE)
+        # convex: the other triangle lies behind this one's plane
+        a = v[self._edge_ends[:, 0]]
+        convex = np.einsum("ij,ij->i", centroid[np.maximum(t1, 0)] - a, n0) < 0.0
+        sharp = paired & bent & convex & self.closed[t0]
+        self._sharp_edges = np.flatnonzero(sharp)
+        ends = self._edge_ends[self._sharp_edges]
+        self._corners = np.unique(ends) if len(ends) else np.zeros(0, dtype=np.int64)
+        corner_normal = vertex_normal[self._corners]
+        self._corner_normal = corner_normal / np.maximum(np.linalg.norm(corner_normal, axis=1), 1e-300)[:, None]
+        # long edges cut into pieces for the broad phase, each piece knowing its edge
+        if len(ends):
+            a, b = v[ends[:, 0]], v[ends[:, 1]]
+            length = np.linalg.norm(b - a, axis=1)
+            pieces = np.maximum(1, np.ceil(length / max(np.median(length) / 8.0, 1e-9)).astype(np.int64))
+            pieces = np.minimum(pieces, 64)
+            owner = np.repeat(np.arange(len(ends)), pieces)
+            k = np.arange(len(owner)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+            mid = (k + 0.5) / pieces[owner]
+            self._piece_owner = owner
+            self._piece_tree = cKDTree(a[owner] + mid[:, None] * (b - a)[owner])
+            self._piece_half = float((0.5 * length / pieces).max())
+
+    def _feature_contacts(self, x, movable, reach, edges, triangles):
+        """Keep cloth edges off the sharp convex edges, and cloth faces off the corners, in place."""
+        if not len(self._sharp_edges):
+            return
+        v = self.vertices
+        if len(edges):
+            a, b = x[edges[:, 0]], x[edges[:, 1]]
+            half = 0.5 * np.linalg.norm(b - a, axis=1)
+            rows, piece = geometry.ball_pairs(self._piece_tree, 0.5 * (a + b), float(half.max()) + self._piece_half + reach)
+            if len(rows):
+                key = np.unique(rows * len(self._sharp_edges) + self._piece_owner[piece])
+                rows, sharp = key // len(self._sharp_edges), key % len(self._sharp_edges)
+                edge = self._sharp_edges[sharp]
+                c, d = v[self._edge_ends[edge, 0]], v[self._edge_ends[edge, 1]]
+                s, t = geometry.segment_closest(a[rows], b[rows], c, d)
+                point = a[rows] + s[:, None] * (b[rows] - a[rows])
+                gap = point - (c + t[:, None] * (d - c))
+                dist = np.linalg.norm(gap, axis=1)
+                tri = self._edge_tris[edge]
+                inside = (np.einsum("ij,ij->i", gap, self._normal[tri[:, 0]]) < 0.0) & \
+                    (np.einsum("ij,ij->i", gap, self._normal[tri[:, 1]]) < 0.0)
+                hit = ((dist < reach) | inside) & (s > 0.0) & (s < 1.0)
+                if np.any(hit):
+                    en = self._edge_normal[edge[hit]]
+                    en = en / np.maximum(np.linalg.norm(en, axis=1), 1e-300)[:, None]
+                    g, dd, ins = gap[hit], dist[hit], inside[hit]
+                    direction = np.where((dd > 1e-12)[:, None], g / np.maximum(dd, 1e-300)[:, None], en)
+                    direction[ins] = en[ins]
+                    depth = np.where(ins, reach - np.einsum("ij,ij->i", g, direction), reach - dd)
+                    sh = s[hit]
+                    geometry.push_features(x, edges[rows[hit]], np.stack([1.0 - sh, sh], axis=1), direction,
+                                           depth, movable)
+        if len(triangles) and len(self._corners):
+            corner = v[self._corners]
+            tc = x[triangles]
+            centre = tc.mean(axis=1)
+            radius = float(np.linalg.norm(tc - centre[:, None], axis=2).max())
+            near = np.linalg.norm(centre[None, :, :] - corner[:, None, :], axis=2) <= radius + reach
+            which, tri = np.nonzero(near)
+            if not len(which):
+                return
+            corners = triangles[tri]
+            q, bary, _ = geometry.closest_points(corner[which], x[corners[:, 0]], x[corners[:, 1]], x[corners[:, 2]])
+            gap = q - corner[which]
+            dist = np.linalg.norm(gap, axis=1)
+            cn = self._corner_normal[which]
+            signed = np.einsum("ij,ij->i", gap, cn)
+            hit = ((dist < reach) | (signed < 0.0)) & np.any(movable[corners], axis=1)
+            if not np.any(hit):
+                return
+            gap, dist, cn, signed, bary, corners = gap[hit], dist[hit], cn[hit], signed[hit], bary[hit], corners[hit]
+            through = signed < 0.0
+            direction = np.where(through[:, None] | (dist <= 1e-12)[:, None], cn,
+                                 gap / np.maximum(dist, 1e-300)[:, None])
+            depth = np.where(through, reach - signed, reach - dist)
+            geometry.push_features(x, corners, bary, direction, depth, movable)
 
     def _pseudo_normal(self, tri, region):
         """(k, 3) pseudo-normal of the closest feature (face, edge or vertex) of triangles `tri`."""
@@ -142,12 +240,7 @@ class MeshCollider:
 
     def _pairs(self, points, radius):
         """(particle rows, triangle indices) of centroids within `radius` (scalar or (k,)) of points."""
-        # scipy returns one list per point; map/chain flatten them in C, without a Python loop body.
-        lists = self._tree.query_ball_point(points, radius, return_sorted=False)
-        counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-        total = int(counts.sum())
-        rows = np.repeat(np.arange(len(points)), counts)
-        return rows, np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
+        return geometry.ball_pairs(self._tree, points, radius)
 
     # -- queries ----------------------------------------------------------------------------
     def closest(self, points, max_distance=np.inf):
@@ -188,12 +281,48 @@ class MeshCollider:
         return rows[first], q[first], dist[first], tri[first], region[first], bary[first]
 
     # -- collision ----------------------------------------------------------------------------
-    def project(self, positions, previous, movable, margin=0.0, friction=0.0):
-        """Push particles out of the mesh and undo crossings (in place on `positions`)."""
-        before = self.previous_vertices
+    def project(self, positions, previous, movable, margin=0.0, friction=0.0, features=None,
+                sweep_from=None):
+        """Push particles out of the mesh and undo crossings (in place on `positions`).
+
+        features: optional model.contact_features: the cloth's edges are then kept off the
+        mesh's sharp convex edges, and its triangles off the mesh's corners, too.
+        sweep_from: optional (v, 3) vertices where the collider was when the particles were at
+        `previous` (the contact stage projects several times per substep); without it, where
+        the last call saw it, and this call becomes the new reference."""
+        if sweep_from is None:
+            before = self.previous_vertices
+            self.previous_vertices = self.vertices
+        else:
+            before = sweep_from
         self._refresh()
-        self.previous_vertices = self.vertices
         reach = self.thickness + float(margin)
+        self._vertex_contacts(positions, previous, movable, reach, friction, before)
+        if features is not None:
+            self._feature_contacts(positions, movable, reach, *features)
+
+    def contact_normals(self, positions, margin, movable, start=None):
+        """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement
+        (k, 3) at the contact from vertices `start` (v, 3) to now, or None)."""
+        rows = np.flatnonzero(movable)
+        _, distance, _, triangle = self.closest(positions[rows], max_distance=self.thickness + margin)
+        hit = np.isfinite(distance)
+        rows, triangle = rows[hit], triangle[hit]
+        corners = self.vertices[self.triangles[triangle]]
+        q, bary, region = geometry.closest_points(positions[rows], corners[:, 0], corners[:, 1], corners[:, 2])
+        gap = positions[rows] - q
+        dist = np.linalg.norm(gap, axis=1)
+        normal = self._pseudo_normal(triangle, region)
+        normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
+        away = dist > 1e-9
+        normal[away] = gap[away] / dist[away, None]
+        moved = None
+        if start is not None:
+            moved = np.einsum("ij,ijk->ik", bary, (self.vertices - start)[self.triangles[triangle]])
+        return rows, normal, moved
+
+    def _vertex_contacts(self, positions, previous, movable, reach, friction, before):
+        """Cloth vertices against the mesh: crossings undone, then proximity (module docstring)."""
         mu = self.friction if self.friction is not None else friction
         motion = self.vertices - before if before is not self.vertices else None
         shift = 0.0 if motion is None else float(np.linalg.norm(motion, axis=1).max())

@@ -1,6 +1,8 @@
 """ClothModel: the immutable part of a simulation (topology, masses, material)."""
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -9,6 +11,13 @@ from .settings import Settings
 
 # Springs shorter than this fraction of the mesh's size join coincident vertices.
 _DEGENERATE_FRACTION = 1e-9
+
+
+class ContactFeatures(NamedTuple):
+    """edges: (e, 2) int64 unique edges of the triangles (lo, hi); triangles: (t, 3) int64."""
+
+    edges: np.ndarray
+    triangles: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +58,16 @@ class ClothModel:
     @property
     def n_springs(self) -> int:
         return len(self.spring_indices)
+
+    @cached_property
+    def contact_features(self) -> "ContactFeatures":
+        """The cloth's surface for contact: its triangles and their unique edges."""
+        tris = self.triangles
+        n = self.n_particles
+        edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]) if len(tris) else \
+            np.zeros((0, 2), dtype=np.int64)
+        keys = np.unique(topology.pair_keys(edges[:, 0], edges[:, 1], n))
+        return ContactFeatures(np.stack([keys // n, keys % n], axis=1), tris)
 
     @property
     def median_edge_length(self) -> float:

@@ -1,10 +1,12 @@
 """Simulation: the public entry point that ties model, state, solver, forces and colliders.
 
 One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
-    accel    = gravity + drag/wind                       (forces.py)
-    x_new    = solver.advance(x, x_prev, accel, pins)     (prediction + constraints / implicit solve)
-    x_new    = colliders project it out of their bodies  (colliders.py, mesh_collider.py)
-    x_new    = self-collision, then the colliders again   (self_collision.py, if enabled)
+    colliders move to where they are at the end of the substep         (contact.py)
+    accel    = gravity + drag/wind                                        (forces.py)
+    x_new    = solver.advance(x, x_prev, accel, pins, constrain)          (solvers/; the colliders
+               project every iterate, so the springs see the contact within the step)
+    x_new    = contact stage: colliders and self-contact resolved together, friction, and the
+               continuous check that keeps the cloth from passing through itself (contact.py)
     tearing  = springs longer than rest * tear_factor break for good
 """
 
@@ -13,6 +15,7 @@ from dataclasses import fields
 import numpy as np
 
 from . import forces
+from .contact import ContactStage
 from .model import build_model
 from .settings import AUTO_SELF_DISTANCE, Settings
 from .state import ClothState
@@ -64,6 +67,7 @@ class Simulation:
         self.model = build_model(vertices, faces, settings, pinned=pinned, edges=edges)
         self.colliders = list(colliders)
         self.solver = make_solver(self.model, settings)
+        self.contact = ContactStage(self)
         extent = np.ptp(self.model.rest_positions, axis=0).max()
         self._rest_size = max(extent, 1e-6) if self.model.n_springs else 0.0
         self.reset()
@@ -165,12 +169,15 @@ class Simulation:
         pinned = model.pinned_indices
         start = self._x[pinned].copy()
         x, x_prev = self._x.copy(), self._x_prev.copy()
+        contact = self.contact
+        contact.begin_frame(substeps)
         for sub in range(1, substeps + 1):
+            contact.begin_substep(sub)
             target = start + (self._pin_targets - start) * (sub / substeps)
             velocity = (x - x_prev) / h
             accel = forces.external_acceleration(model, x, velocity, settings, h)
-            x_new = self.solver.advance(x, x_prev, accel, target)
-            self._collide(x_new, x)
+            x_new = self.solver.advance(x, x_prev, accel, target, constrain=contact.constrain_function(x))
+            contact.finish(x, x_new, self.solver.predict(x, x_prev, accel, target))
             x_prev, x = x, x_new
             if settings.tear_factor is not None:
                 self._tear(x)
@@ -193,27 +200,6 @@ class Simulation:
             raise SimulationDiverged(
                 f"the simulation diverged at frame {self.frame + 1} ({problem}); lower dt, raise "
                 "substeps or iterations, or lower the stiffness")
-
-    def _collide(self, x, x_before) -> None:
-        movable = ~self.model.pinned
-        margin, friction = self.settings.collision_distance, self.settings.friction
-        free = x.copy() if self.settings.self_collision and self.colliders else x
-        for collider in self.colliders:
-            collider.project(x, x_before, movable, margin, friction)
-        if self.settings.self_collision:
-            self._self_collision().project(x, x_before, x - free if free is not x else None)
-            # Colliders have the last word: self-collision may have pushed a layer into one.
-            for collider in self.colliders:
-                collider.project(x, x_before, movable, margin, friction)
-
-    def _self_collision(self):
-        """The SelfCollision for the current model and settings (settings may be replaced)."""
-        from .self_collision import SelfCollision
-        key = (self.self_collision_distance, self.settings.friction)
-        cached = getattr(self, "_self_collider", None)
-        if cached is None or cached[0] != key:
-            self._self_collider = (key, SelfCollision(self.model, *key))
-        return self._self_collider[1]
 
     @property
     def self_collision_distance(self) -> float:

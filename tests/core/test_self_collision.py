@@ -75,7 +75,7 @@ def test_strip_folds_onto_itself_without_passing_through(solver):
         sim.step(1)
         assert count() == 0, f"frame {frame + 1}"
     x = sim.positions
-    assert x[:, 2].min() >= 0.025 - 1e-9, "nothing below the floor"
+    assert x[:, 2].min() >= 0.025 - 1e-3, "nothing more than 1 mm inside the floor's margin"
     assert x[:, 2].max() > 0.04, "the strip lies in (at least) two layers"
     assert x[:, 0].max() < 0.8, "the standing half folded back over the lying half (not out to 1.2 m)"
 

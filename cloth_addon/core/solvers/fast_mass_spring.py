@@ -113,7 +113,7 @@ class FastMassSpringSolver(InertialSolver):
         return delta
 
     def advance(self, positions, previous, accel, pin_targets, iterations=None, callback=None,
-                start_at_y=False):
+                start_at_y=False, constrain=None):
         """One implicit Euler substep: (n, 3) positions after `iterations` local/global rounds.
 
         The iterations start from the inertial guess without external forces,
@@ -122,6 +122,8 @@ class FastMassSpringSolver(InertialSolver):
         count. Starting at y (`start_at_y`, the paper's choice) leaves an error of a few
         iterations' worth each frame, which shows as extra sag at low iteration counts.
         callback(k, x) gets every iterate, the initial guess as k = 0 (for the paper's plots).
+        constrain(x) may edit every iterate (n, 3) in place (the contact stage projects the cloth
+        out of colliders there), so that the next local step sees the contact.
         """
         if self._dirty:
             self._refactor()
@@ -165,6 +167,11 @@ class FastMassSpringSolver(InertialSolver):
                 new -= older
                 new *= omega
                 new += older
+            if constrain is not None:
+                full = y.copy()
+                full[free] = new
+                constrain(full)
+                new = full[free]
             older, xf = xf, new
             self.timings["local"] += t1 - t0
             self.timings["rhs"] += t2 - t1

@@ -76,8 +76,9 @@ class NewtonSolver(InertialSolver):
         return sp.diags(np.repeat(self.model.mass[self.free], 3)).tocsc() + springs
 
     def advance(self, positions, previous, accel, pin_targets, iterations=None, callback=None,
-                tolerance=0.0):
-        """Newton iterations from x = y; stops early when |grad| <= tolerance * |grad_0|."""
+                tolerance=0.0, constrain=None):
+        """Newton iterations from x = y; stops early when |grad| <= tolerance * |grad_0|.
+        constrain(x) edits every iterate (n, 3) in place (contacts)."""
         iterations = self.iterations if iterations is None else iterations
         y = self.predict(positions, previous, accel, pin_targets)
         x = y.copy()
@@ -102,6 +103,8 @@ class NewtonSolver(InertialSolver):
                     break
                 alpha *= 0.5
             x = trial
+            if constrain is not None:
+                constrain(x)
             if callback is not None:
                 callback(k, x)
         return x

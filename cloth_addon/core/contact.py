@@ -1,0 +1,191 @@
+"""The contact stage: colliders, the cloth's own layers and other cloth objects, in one place.
+
+One substep of a Simulation, around the solver:
+
+    begin_substep   colliders are put where they are at the end of this substep (their motion
+                    between frames is spread evenly over the substeps)
+    constrain(x)    inside the solver's iterations: every collider projects the cloth out of its
+                    body, so the springs of the next iteration already see the contact (the
+                    solver never has to stretch the cloth to get it out of a collider afterwards)
+    finish          after the solver: proximity passes of the colliders and of self-contact,
+                    interleaved so that neither undoes the other (a layer on a layer on the
+                    floor); Coulomb friction from the normal velocity change each contact
+                    caused (Bridson, Fedkiw, Anderson 2002); then the continuous self-contact
+                    check that makes the substep free of crossings (self_contact.py)
+
+Colliders contact the cloth by features: cloth vertices against the collider's faces, cloth
+edges against a sphere or the sharp edges of a mesh collider, and a mesh collider's sharp
+corners against cloth faces (colliders.py, mesh_collider.py).
+
+Friction, per contact with unit normal n, collider surface displacement u over the substep,
+cloth displacement x1 - x0 and free-flight displacement y - x0 (y: the solver's inertial
+prediction, gravity and wind included):
+    normal velocity change   dn = max(0, (x1 - y) . n)        (times 1/h)
+    tangential slide         s  = ((x1 - x0) - u) - (((x1 - x0) - u) . n) n
+    s <- max(0, 1 - mu dn / |s|) s
+so a cloth on a still table sticks while mu dn >= |s| (static friction), slides with kinetic
+friction otherwise, and a moving collider carries the cloth along.
+"""
+
+import numpy as np
+
+from .colliders import PlaneCollider, SphereCollider
+from .mesh_collider import MeshCollider
+from .self_contact import PASSES, SelfContact
+
+# Contacts within this factor of the reach still count for friction (rounding).
+_TOUCHING = 1.0 + 1e-6
+
+
+def _pose(collider):
+    """What moves a collider, as an array (None for collider kinds the stage does not move)."""
+    if isinstance(collider, SphereCollider):
+        return np.array(collider.center, dtype=np.float64)
+    if isinstance(collider, PlaneCollider):
+        return np.array(collider.point, dtype=np.float64)
+    if isinstance(collider, MeshCollider):
+        return collider.vertices
+    return None
+
+
+def _set_pose(collider, pose):
+    if isinstance(collider, SphereCollider):
+        collider.center = pose
+    elif isinstance(collider, PlaneCollider):
+        collider.point = pose
+    elif isinstance(collider, MeshCollider):
+        if pose is not collider.vertices:
+            collider.update(pose)
+
+
+class ContactStage:
+    """Contact of one Simulation. The stage holds no settings of its own: every substep reads the
+    Simulation's colliders, settings and self-contact distance afresh."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self._poses = {}  # id(collider) -> (collider, pose at the end of the last frame)
+        self._self = None
+        self._frame = []
+
+    # -- colliders over a frame ----------------------------------------------------------------
+    def begin_frame(self, substeps: int) -> None:
+        """Remember where every collider starts this frame and where the user put it for its end."""
+        frame = []
+        seen = {}
+        for collider in self.sim.colliders:
+            end = _pose(collider)
+            known = self._poses.get(id(collider))
+            start = known[1] if known is not None and known[0] is collider else end
+            if isinstance(collider, MeshCollider):
+                start = collider.previous_vertices  # its own record: where the last frame left it
+            if start is not None and end is not None and np.shape(start) != np.shape(end):
+                start = end
+            frame.append((collider, start, end))
+            seen[id(collider)] = (collider, end)
+        self._poses = seen
+        self._frame = frame
+        self._substeps = substeps
+        self._sweep = {}
+
+    def begin_substep(self, sub: int) -> None:
+        """Put the colliders where they are at the end of substep `sub` (1-based); mesh colliders
+        also remember where they were at its start (their sweep over the substep)."""
+        for collider, start, end in self._frame:
+            if end is None:
+                continue
+            pose = self._between(start, end, sub)
+            if isinstance(collider, MeshCollider):
+                self._sweep[id(collider)] = self._between(start, end, sub - 1)
+            _set_pose(collider, pose)
+            if isinstance(collider, MeshCollider) and sub == self._substeps:
+                collider.previous_vertices = collider.vertices
+
+    def _between(self, start, end, sub):
+        if start is end or sub == self._substeps:
+            return end
+        return start if sub == 0 else start + (end - start) * (sub / self._substeps)
+
+    # -- inside the solver ---------------------------------------------------------------------------
+    def constrain_function(self, x0):
+        """A function constrain(x) for the solver's iterations: colliders project x (n, 3) in place,
+        x0 being the start of the substep; None when there are no colliders."""
+        if not self.sim.colliders:
+            return None
+        movable = ~self.sim.model.pinned
+        margin = self.sim.settings.collision_distance
+        features = self.sim.model.contact_features
+
+        def constrain(x):
+            for collider in self.sim.colliders:
+                self._project(collider, x, x0, movable, margin, features)
+        return constrain
+
+    # -- after the solver --------------------------------------------------------------------------------
+    def finish(self, x0, x1, y) -> None:
+        """Resolve this substep's contacts in place on x1 (n, 3); x0 the start, y the prediction."""
+        sim = self.sim
+        settings = sim.settings
+        movable = ~sim.model.pinned
+        margin = settings.collision_distance
+        features = sim.model.contact_features
+        contact = self._self_contact() if settings.self_collision else None
+        if contact is not None:
+            contact.candidates(x0, x1)
+        for _ in range(PASSES if contact is not None else 1):
+            for collider in sim.colliders:
+                self._project(collider, x1, x0, movable, margin, features)
+            if contact is not None:
+                if not contact.valid_for(x1):
+                    contact.candidates(x0, x1)
+                contact.separate(x1, x0)
+        for collider in sim.colliders:
+            self._project(collider, x1, x0, movable, margin, features)
+        self._friction(x0, x1, y, movable, margin)
+        if contact is not None:
+            if not contact.valid_for(x1):
+                contact.candidates(x0, x1)
+            contact.untangle(x0, x1)
+
+    def _project(self, collider, x, x0, movable, margin, features):
+        """Project x out of one collider (no friction: finish applies it once per substep)."""
+        if isinstance(collider, MeshCollider):
+            collider.project(x, x0, movable, margin, 0.0, features=features,
+                             sweep_from=self._sweep.get(id(collider)))
+        elif isinstance(collider, SphereCollider):
+            collider.project(x, x0, movable, margin, 0.0, features=features)
+        else:
+            collider.project(x, x0, movable, margin, 0.0)
+
+    def _self_contact(self) -> SelfContact:
+        key = (self.sim.self_collision_distance, self.sim.settings.friction)
+        if self._self is None or self._self[0] != key:
+            self._self = (key, SelfContact(self.sim.model, *key))
+        return self._self[1]
+
+    @property
+    def self_contact(self) -> SelfContact | None:
+        """The SelfContact of the last substep that had self-collision on (its `stats`), or None."""
+        return None if self._self is None else self._self[1]
+
+    def _friction(self, x0, x1, y, movable, margin) -> None:
+        """Coulomb friction at every collider contact (see the module docstring)."""
+        default = self.sim.settings.friction
+        for collider, start, end in self._frame:
+            mu = getattr(collider, "friction", None)
+            mu = default if mu is None else mu
+            if not mu or mu <= 0.0 or not hasattr(collider, "contact_normals"):
+                continue
+            rows, normal, surface = collider.contact_normals(x1, margin * _TOUCHING + 1e-9, movable)
+            if len(rows) == 0:
+                continue
+            if surface is not None and start is not None and start is not end:
+                surface = surface / self._substeps  # the collider's motion over one substep
+            else:
+                surface = 0.0
+            moved = (x1[rows] - x0[rows]) - surface
+            slide = moved - np.einsum("ij,ij->i", moved, normal)[:, None] * normal
+            push = np.maximum(0.0, np.einsum("ij,ij->i", x1[rows] - y[rows], normal))
+            length = np.linalg.norm(slide, axis=1)
+            cut = np.minimum(1.0, mu * push / np.maximum(length, 1e-300))
+            x1[rows] -= cut[:, None] * slide

@@ -1,0 +1,343 @@
+"""Self-contact: the cloth's layers kept a gap apart, and never passing through each other.
+
+Per substep, with x0 the (crossing-free) start and x1 the solver's end:
+
+1. Candidates (once per substep). Vertex-triangle and edge-edge pairs that can come within the
+   gap d during the substep. Motion is split into the cloth's mean displacement, which no pair
+   feels, and each vertex's deviation from it; two features can only meet if their bounding
+   spheres at the start are closer than d plus their deviations plus a budget for what the
+   response may still add. A k-d tree over the start positions finds them; features that
+   share a vertex are never pairs. A falling sheet (all vertices moving alike) has few
+   candidates however fast it falls.
+2. Proximity (`separate`, a few passes, interleaved with the colliders by the contact stage).
+   Pairs closer than d at the end are pushed apart along the side they were on at the start:
+   an inelastic position projection weighted by inverse mass (Jacobi-averaged per vertex),
+   with Coulomb friction on the pair's relative tangential motion, capped by the normal
+   correction (Bridson, Fedkiw, Anderson 2002). Pairs already closer than d in the rest shape
+   are the cloth's own neighbourhood and are left alone.
+3. The guarantee (`untangle`). Continuous collision detection (ccd.py) finds every candidate
+   pair that touches during the substep on the straight paths x0 -> x1. The vertices of
+   touching pairs form impact zones (Provot 1997; Bridson et al. 2002) that move rigidly with
+   their mass-weighted mean displacement (translation only), so nothing inside a zone can cross;
+   zones that still touch others merge, up to ZONE_ROUNDS times; whatever still touches then
+   stays where it started the substep. A substep that starts without crossings ends without
+   them, whatever the solver, iterations, substeps, gap or speed, provided every motion is a
+   straight line over the substep (which position-based stepping makes it).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from . import ccd, geometry
+
+# Proximity passes per substep (each followed by the colliders).
+PASSES = 3
+# Impact-zone merges before the fall-back (vertices back at the start of the substep).
+ZONE_ROUNDS = 12
+# Touch tolerance of the continuous test, as a fraction of the gap (and never below 1 um).
+_TOUCH = 1e-3
+
+
+def _pairs_within(tree_points, query_points, radius):
+    """(query rows, tree rows) of points within `radius` (scalar or per query) of each other."""
+    from scipy.spatial import cKDTree  # scipy is bundled with the extension; imported lazily
+
+    return geometry.ball_pairs(cKDTree(tree_points), query_points, radius)
+
+
+def _member(keys, table):
+    """(k,) bool: keys found in the sorted array table."""
+    if len(table) == 0:
+        return np.zeros(len(keys), dtype=bool)
+    at = np.minimum(np.searchsorted(table, keys), len(table) - 1)
+    return table[at] == keys
+
+
+def _scatter(index, vectors, n):
+    """(n, 3) per-vertex mean of the (k, 3) vectors sent to vertex index (k,) (Jacobi average)."""
+    count = np.bincount(index, minlength=n).astype(np.float64)
+    out = np.empty((n, 3))
+    for axis in range(3):
+        out[:, axis] = np.bincount(index, vectors[:, axis], n)
+    return out / np.maximum(count, 1.0)[:, None]
+
+
+class SelfContact:
+    """Self-contact of one ClothModel (and of several cloth objects simulated as one model).
+
+    distance: m, the gap kept between layers; friction: Coulomb coefficient between layers.
+    """
+
+    def __init__(self, model, distance: float, friction: float):
+        if not distance > 0.0:
+            raise ValueError(f"self-contact distance must be > 0, got {distance!r}")
+        self.model = model
+        self.distance = float(distance)
+        self.friction = float(friction)
+        self.edges, self.triangles = model.contact_features
+        self._rest_exclusions()
+        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0}
+
+    # -- set-up ----------------------------------------------------------------------------
+    def _rest_exclusions(self):
+        """Pairs already closer than the gap in the rest shape: the cloth's own neighbourhood,
+        which proximity must not push apart (continuous detection still watches them)."""
+        rest, d = self.model.rest_positions, self.distance
+        vf_p, vf_t = self._vf_near(rest, rest, np.zeros(len(rest)), d)
+        q, _, _ = geometry.closest_points(rest[vf_p], *(rest[self.triangles[vf_t, k]] for k in range(3)))
+        close = np.linalg.norm(rest[vf_p] - q, axis=1) < d
+        self._vf_excluded = np.sort(vf_p[close] * max(len(self.triangles), 1) + vf_t[close])
+        ea, eb = self._ee_near(rest, np.zeros(len(rest)), d)
+        gap = self._edge_gaps(rest, ea, eb)[0]
+        close = np.linalg.norm(gap, axis=1) < d
+        self._ee_excluded = np.sort(ea[close] * max(len(self.edges), 1) + eb[close])
+
+    # -- broad phase -------------------------------------------------------------------------
+    def _vf_near(self, x0, points, reach_extra, d):
+        """(vertex, triangle) pairs whose start bounding spheres are within d + extras, sharing no
+        vertex. reach_extra: (n,) per-vertex allowance (deviations)."""
+        tris = self.triangles
+        if len(tris) == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        corners = x0[tris]
+        centre = corners.mean(axis=1)
+        radius = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1)
+        tri_extra = reach_extra[tris].max(axis=1)
+        rows, tri = _pairs_within(centre, points,
+                                  d + reach_extra + float(radius.max()) + float(tri_extra.max()))
+        keep = np.linalg.norm(points[rows] - centre[tri], axis=1) <= d + reach_extra[rows] + radius[tri] + \
+            tri_extra[tri]
+        keep &= np.all(tris[tri] != rows[:, None], axis=1)
+        return rows[keep], tri[keep]
+
+    def _ee_near(self, x0, reach_extra, d):
+        """(edge a, edge b) pairs, a < b, sharing no vertex, within d + extras at the start."""
+        from scipy.spatial import cKDTree
+
+        e = self.edges
+        if len(e) == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        middle = 0.5 * (x0[e[:, 0]] + x0[e[:, 1]])
+        half = 0.5 * np.linalg.norm(x0[e[:, 0]] - x0[e[:, 1]], axis=1)
+        extra = reach_extra[e].max(axis=1)
+        found = cKDTree(middle).query_pairs(d + 2.0 * float((half + extra).max()), output_type="ndarray")
+        a, b = found[:, 0].astype(np.int64), found[:, 1].astype(np.int64)
+        keep = np.linalg.norm(middle[a] - middle[b], axis=1) <= d + half[a] + half[b] + extra[a] + extra[b]
+        keep &= (e[a, 0] != e[b, 0]) & (e[a, 0] != e[b, 1]) & (e[a, 1] != e[b, 0]) & (e[a, 1] != e[b, 1])
+        return np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])
+
+    def candidates(self, x0, x1):
+        """Find this substep's candidate pairs from the start x0 and the current end x1, (n, 3) m.
+
+        Valid while no vertex deviates from the mean motion by more than its allowance; the
+        proximity passes and impact zones stay inside it."""
+        mass = self.model.mass
+        motion = x1 - x0
+        mean = (mass[:, None] * motion).sum(axis=0) / mass.sum()
+        deviation = np.linalg.norm(motion - mean, axis=1)
+        # the response may move a vertex by up to about the gap more
+        allowance = deviation + self.distance
+        self._x0, self._mean, self._allowance = x0, mean, allowance
+        p, t = self._vf_near(x0, x0, allowance, self.distance)
+        a, b = self._ee_near(x0, allowance, self.distance)
+        self.vf = (p, t)
+        self.ee = (a, b)
+        self.vf_proximity = ~_member(p * max(len(self.triangles), 1) + t, self._vf_excluded)
+        self.ee_proximity = ~_member(a * max(len(self.edges), 1) + b, self._ee_excluded)
+        self.stats["vf"], self.stats["ee"] = len(p), len(a)
+
+    def valid_for(self, x1) -> bool:
+        """Whether x1 still lies inside the allowance the candidates were found for."""
+        deviation = np.linalg.norm(x1 - self._x0 - self._mean, axis=1)
+        return bool(np.all(deviation <= self._allowance + 1e-12))
+
+    # -- proximity -------------------------------------------------------------------------------
+    def _edge_gaps(self, x, a, b):
+        """(gap (k, 3) from edge b's closest point to edge a's, s (k,), t (k,))."""
+        ea, eb = self.edges[a], self.edges[b]
+        p1, q1, p2, q2 = x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]]
+        s, t = geometry.segment_closest(p1, q1, p2, q2)
+        return (p1 + s[:, None] * (q1 - p1)) - (p2 + t[:, None] * (q2 - p2)), s, t
+
+    def separate(self, x, x0) -> None:
+        """One proximity pass, in place on x (n, 3): pairs closer than the gap pushed apart to it,
+        on the side they were on at x0, with friction on their relative sliding."""
+        d, w = self.distance, self.model.inv_mass
+        index, vectors = [], []
+        p, t = (v[self.vf_proximity] for v in self.vf)
+        if len(p):
+            tris = self.triangles[t]
+            q, bary, _ = geometry.closest_points(x[p], x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]])
+            gap = x[p] - q
+            dist = np.linalg.norm(gap, axis=1)
+            near = dist < d
+            if np.any(near):
+                p, tris, q, bary, gap, dist = p[near], tris[near], q[near], bary[near], gap[near], dist[near]
+                # the side at the start: the start triangle's normal, signed by where p was
+                n0 = np.cross(x0[tris[:, 1]] - x0[tris[:, 0]], x0[tris[:, 2]] - x0[tris[:, 0]])
+                side = np.sign(np.einsum("ij,ij->i", x0[p] - x0[tris[:, 0]], n0))
+                q0 = np.einsum("ij,ijk->ik", bary, x0[tris])
+                normal = self._direction(gap, dist, x0[p] - q0, side[:, None] * n0)
+                self._push(index, vectors, x, x0, np.concatenate([p[:, None], tris], axis=1),
+                           np.concatenate([np.ones((len(p), 1)), -bary], axis=1), normal,
+                           d - np.einsum("ij,ij->i", gap, normal), w)
+        a, b = (v[self.ee_proximity] for v in self.ee)
+        if len(a):
+            gap, s, t = self._edge_gaps(x, a, b)
+            dist = np.linalg.norm(gap, axis=1)
+            near = dist < d
+            if np.any(near):
+                a, b, gap, s, t, dist = a[near], b[near], gap[near], s[near], t[near], dist[near]
+                gap0, _, _ = self._edge_gaps(x0, a, b)
+                normal = self._direction(gap, dist, gap0, gap0)
+                who = np.concatenate([self.edges[a], self.edges[b]], axis=1)
+                weights = np.stack([1.0 - s, s, t - 1.0, -t], axis=1)
+                self._push(index, vectors, x, x0, who, weights, normal,
+                           d - np.einsum("ij,ij->i", gap, normal), w)
+        if index:
+            idx = np.concatenate(index)
+            x += _scatter(idx, np.concatenate(vectors), len(x))
+
+    @staticmethod
+    def _direction(gap, dist, gap0, fallback):
+        """(k, 3) unit push direction: along the gap, turned to the side the pair had at the start;
+        the fallback where the gap has no direction."""
+        unit = gap / np.maximum(dist, 1e-300)[:, None]
+        flipped = np.einsum("ij,ij->i", unit, gap0) < 0.0
+        unit[flipped] *= -1.0
+        tiny = dist <= 1e-12
+        if np.any(tiny):
+            f = fallback[tiny]
+            unit[tiny] = f / np.maximum(np.linalg.norm(f, axis=1), 1e-300)[:, None]
+        return unit
+
+    def _push(self, index, vectors, x, x0, who, weights, normal, depth, w):
+        """Inelastic projection of k contacts on their m vertices each: who (k, m) vertex ids,
+        weights (k, m) signed barycentric weights (+ on one side, - on the other), normal (k, 3),
+        depth (k,) m to correct; friction cuts the relative tangential slide."""
+        inv = w[who]
+        denom = np.einsum("ij,ij->i", weights * weights, inv)
+        movable = denom > 0.0
+        if not np.any(movable):
+            return
+        who, weights, normal, depth, inv, denom = (v[movable] for v in (who, weights, normal, depth, inv,
+                                                                         denom))
+        lam = depth / denom
+        step = (weights * inv * lam[:, None])[:, :, None] * normal[:, None, :]  # (k, m, 3)
+        if self.friction > 0.0:
+            # relative slide of the two sides over the substep, tangential part
+            slide = np.einsum("ij,ijk->ik", weights, x[who] - x0[who])
+            slide -= np.einsum("ij,ij->i", slide, normal)[:, None] * normal
+            length = np.linalg.norm(slide, axis=1)
+            cut = np.minimum(1.0, self.friction * np.abs(depth) / np.maximum(length, 1e-300))
+            mu = (cut / denom)[:, None] * slide  # the impulse that stops that share of the slide
+            step -= (weights * inv)[:, :, None] * mu[:, None, :]
+        index.append(who.ravel())
+        vectors.append(step.reshape(-1, 3))
+
+    # -- the guarantee ---------------------------------------------------------------------------
+    def _touching(self, x0, x1):
+        """(k, 2+) arrays of the vertices of candidate pairs that touch during x0 -> x1."""
+        tol = max(_TOUCH * self.distance, 1e-6)
+        motion = x1 - x0
+        deviation = np.linalg.norm(motion - (motion.mean(axis=0)), axis=1)
+        groups = []
+        p, t = self.vf
+        if len(p):
+            tris = self.triangles[t]
+            # a pair whose start spheres are farther apart than both can deviate cannot touch
+            corners = x0[tris]
+            centre = corners.mean(axis=1)
+            radius = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1)
+            may = np.linalg.norm(x0[p] - centre, axis=1) - radius <= deviation[p] + \
+                deviation[tris].max(axis=1) + tol
+            p, tris = p[may], tris[may]
+            toi = ccd.vertex_triangle_toi(x0[p], x1[p], x0[tris[:, 0]], x1[tris[:, 0]], x0[tris[:, 1]],
+                                          x1[tris[:, 1]], x0[tris[:, 2]], x1[tris[:, 2]], tol)
+            hit = np.isfinite(toi)
+            groups.append(np.concatenate([p[hit, None], tris[hit]], axis=1))
+        a, b = self.ee
+        if len(a):
+            ea, eb = self.edges[a], self.edges[b]
+            ma, mb = 0.5 * (x0[ea[:, 0]] + x0[ea[:, 1]]), 0.5 * (x0[eb[:, 0]] + x0[eb[:, 1]])
+            half_a = 0.5 * np.linalg.norm(x0[ea[:, 0]] - x0[ea[:, 1]], axis=1)
+            half_b = 0.5 * np.linalg.norm(x0[eb[:, 0]] - x0[eb[:, 1]], axis=1)
+            may = np.linalg.norm(ma - mb, axis=1) - half_a - half_b <= deviation[ea].max(axis=1) + \
+                deviation[eb].max(axis=1) + tol
+            ea, eb = ea[may], eb[may]
+            toi = ccd.edge_edge_toi(x0[ea[:, 0]], x1[ea[:, 0]], x0[ea[:, 1]], x1[ea[:, 1]],
+                                    x0[eb[:, 0]], x1[eb[:, 0]], x0[eb[:, 1]], x1[eb[:, 1]], tol)
+            hit = np.isfinite(toi)
+            groups.append(np.concatenate([ea[hit], eb[hit]], axis=1))
+        return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
+
+    def untangle(self, x0, x1) -> int:
+        """Make x0 -> x1 free of crossings, in place on x1 (n, 3); x0 must be crossing-free.
+
+        Returns how many vertices ended in impact zones."""
+        n = len(x0)
+        mass = np.where(self.model.inv_mass > 0.0, self.model.mass, np.inf)
+        zone_of = None
+        in_zone = np.zeros(n, dtype=bool)
+        for rounds in range(1, ZONE_ROUNDS + 2):
+            touching = self._touching(x0, x1)
+            if len(touching) == 0:
+                self.stats["rounds"] = rounds - 1
+                return int(in_zone.sum())
+            if rounds > ZONE_ROUNDS:
+                break
+            # zones: connected vertex sets of touching pairs, merged with the zones so far
+            rows = np.repeat(touching[:, 0], touching.shape[1] - 1)
+            cols = touching[:, 1:].ravel()
+            if zone_of is not None:
+                members = np.flatnonzero(in_zone)
+                rows = np.concatenate([rows, members])
+                cols = np.concatenate([cols, zone_of[members]])
+            graph = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+            _, label = connected_components(graph, directed=False)
+            in_zone[touching.ravel()] = True
+            # a zone's representative: its smallest vertex (stable across rounds)
+            first = np.full(label.max() + 1, n, dtype=np.int64)
+            np.minimum.at(first, label[in_zone], np.flatnonzero(in_zone))
+            zone_of = first[label]
+            self._move_zones(x0, x1, in_zone, label, mass)
+            self.stats["zones"] = int(len(np.unique(label[in_zone])))
+        # fall-back: every vertex still touching, and its zone, stays at the start
+        stuck = np.zeros(n, dtype=bool)
+        for _ in range(n):
+            touching = self._touching(x0, x1)
+            if len(touching) == 0:
+                break
+            stuck[touching.ravel()] = True
+            if zone_of is not None:
+                stuck |= in_zone & np.isin(zone_of, zone_of[stuck & in_zone])
+            stuck &= self.model.inv_mass > 0.0  # pins follow their targets whatever happens
+            if np.array_equal(x1[stuck], x0[stuck]):
+                break  # only pinned vertices still touch: nothing left that may move
+            x1[stuck] = x0[stuck]
+        self.stats["frozen"] = int(stuck.sum())
+        self.stats["rounds"] = ZONE_ROUNDS
+        return int(in_zone.sum())
+
+    @staticmethod
+    def _move_zones(x0, x1, in_zone, label, mass):
+        """Every zone translates by its mass-weighted mean displacement (pinned vertices, with
+        infinite mass, impose theirs)."""
+        members = np.flatnonzero(in_zone)
+        zones = label[members]
+        motion = x1[members] - x0[members]
+        pinned = ~np.isfinite(mass[members])
+        size = label.max() + 1
+        weight = np.where(pinned, 0.0, mass[members])
+        total = np.bincount(zones, weight, size)
+        pins = np.bincount(zones, pinned.astype(np.float64), size)
+        mean = np.empty((size, 3))
+        for axis in range(3):
+            free_mean = np.bincount(zones, weight * motion[:, axis], size) / np.maximum(total, 1e-300)
+            pin_mean = np.bincount(zones, pinned * motion[:, axis], size) / np.maximum(pins, 1.0)
+            mean[:, axis] = np.where(pins > 0.0, pin_mean, free_mean)
+        keep = ~pinned
+        x1[members[keep]] = x0[members[keep]] + mean[zones[keep]]
