@@ -146,7 +146,8 @@ def settled(solver, iterations, rigid=False):
     vertices, faces, index = grid(N, N, 1.0, "xz", triangles=True)
     rigid_springs = {"stretch_stiffness": np.inf, "shear_stiffness": np.inf, "bend_stiffness": np.inf}
     changes = rigid_springs if rigid else {}
-    settings = Settings(solver=solver, iterations=iterations, dt=1.0 / 30.0, damping=0.05, **changes)
+    settings = Settings(solver=solver, iterations=iterations, dt=1.0 / 30.0, substeps=1, damping=0.05,
+                        **changes)
     sim = Simulation(vertices, faces, settings, pinned=index[0])
     sim.step(200)
     i, j = sim.model.spring_indices.T

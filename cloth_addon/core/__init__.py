@@ -7,8 +7,9 @@ from .colliders import PlaneCollider, SphereCollider
 from .mesh_collider import MeshCollider
 from .model import ClothModel, build_model
 from .settings import SOLVERS, Settings
-from .simulation import Simulation, SimulationDiverged
+from .simulation import ClothPart, Simulation, SimulationDiverged
 from .state import ClothState
 
-__all__ = ["Simulation", "Settings", "SOLVERS", "SphereCollider", "PlaneCollider", "MeshCollider",
+__all__ = ["Simulation", "ClothPart", "Settings", "SOLVERS", "SphereCollider", "PlaneCollider",
+           "MeshCollider",
            "ClothModel", "ClothState", "SimulationDiverged", "build_model"]

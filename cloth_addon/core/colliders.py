@@ -86,13 +86,15 @@ class SphereCollider:
         """features: optional model.contact_features; its edges are kept out of the ball too."""
         center = np.asarray(self.center, dtype=np.float64)
         reach = self.radius + self.thickness + margin
-        if features is not None and len(features.edges):
-            self._push_edges(positions, features.edges, movable, center, reach)
         offset = positions - center
         dist = np.linalg.norm(offset, axis=1)
         hit = (dist < reach) & movable
-        if not np.any(hit):
-            return
+        if np.any(hit):
+            self._push_vertices(positions, previous, center, reach, offset, dist, hit, friction)
+        if features is not None and len(features.edges):
+            self._push_edges(positions, features, movable, center, reach, dist)
+
+    def _push_vertices(self, positions, previous, center, reach, offset, dist, hit, friction):
         d = dist[hit]
         normal = np.empty((len(d), 3))
         away = d > 1e-12
@@ -103,8 +105,17 @@ class SphereCollider:
         _apply_friction(positions, previous, hit, normal, reach - d, mu)
 
     @staticmethod
-    def _push_edges(positions, edges, movable, center, reach):
-        """Cloth edges whose inner points dip into the ball (both ends outside) pushed out."""
+    def _push_edges(positions, features, movable, center, reach, dist):
+        """Cloth edges whose inner points dip into the ball (both ends outside) pushed out.
+
+        dist: (n,) distances of the particles from the centre before the vertex projection."""
+        # An edge dips in only if both its ends are within the reach plus its length (a bound
+        # from the rest shape) of the centre.
+        edges = features.edges
+        near = dist < reach + features.longest
+        edges = edges[near[edges[:, 0]] & near[edges[:, 1]]]
+        outside = np.linalg.norm(positions[edges] - center, axis=2).min(axis=1) >= reach * (1.0 - 1e-9)
+        edges = edges[outside]
         a, b = positions[edges[:, 0]], positions[edges[:, 1]]
         ab = b - a
         length2 = np.einsum("ij,ij->i", ab, ab)
@@ -115,8 +126,8 @@ class SphereCollider:
         hit = (dist < reach) & (s > 0.0) & (s < 1.0) & (dist > 1e-12)
         if np.any(hit):
             sh = s[hit]
-            push_features(positions, edges[hit], np.stack([1.0 - sh, sh], axis=1), offset[hit] / dist[hit, None],
-                          reach - dist[hit], movable)
+            push_features(positions, edges[hit], np.stack([1.0 - sh, sh], axis=1),
+                          offset[hit] / dist[hit, None], reach - dist[hit], movable)
 
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the ball: (rows (k,), unit normals (k, 3), surface displacement

@@ -33,8 +33,11 @@ from .colliders import PlaneCollider, SphereCollider
 from .mesh_collider import MeshCollider
 from .self_contact import PASSES, SelfContact
 
-# Contacts within this factor of the reach still count for friction (rounding).
-_TOUCHING = 1.0 + 1e-6
+# Friction acts on particles this close to a collider's reach, as a fraction of the median edge
+# length: edge contacts lift a cloth's vertices a little off a curved or sharp body (by the sag of
+# an edge), and those vertices still touch it. Free flight past a body gets no friction anyway:
+# its normal velocity change is zero.
+_FRICTION_BAND = 0.1
 
 
 def _pose(collider):
@@ -89,14 +92,13 @@ class ContactStage:
         self._sweep = {}
 
     def begin_substep(self, sub: int) -> None:
-        """Put the colliders where they are at the end of substep `sub` (1-based); mesh colliders
-        also remember where they were at its start (their sweep over the substep)."""
+        """Put the colliders where they are at the end of substep `sub` (1-based), remembering where
+        they were at its start (their sweep over the substep)."""
         for collider, start, end in self._frame:
             if end is None:
                 continue
             pose = self._between(start, end, sub)
-            if isinstance(collider, MeshCollider):
-                self._sweep[id(collider)] = self._between(start, end, sub - 1)
+            self._sweep[id(collider)] = self._between(start, end, sub - 1)
             _set_pose(collider, pose)
             if isinstance(collider, MeshCollider) and sub == self._substeps:
                 collider.previous_vertices = collider.vertices
@@ -114,11 +116,12 @@ class ContactStage:
             return None
         movable = ~self.sim.model.pinned
         margin = self.sim.settings.collision_distance
-        features = self.sim.model.contact_features
 
         def constrain(x):
+            # vertices only: the solver's next iterate moves them again; features are resolved
+            # once the solver is done (finish)
             for collider in self.sim.colliders:
-                self._project(collider, x, x0, movable, margin, features)
+                self._project(collider, x, x0, movable, margin, None)
         return constrain
 
     # -- after the solver --------------------------------------------------------------------------------
@@ -128,23 +131,25 @@ class ContactStage:
         settings = sim.settings
         movable = ~sim.model.pinned
         margin = settings.collision_distance
-        features = sim.model.contact_features
+        features = sim.model.contact_features if sim.solver.contact_features else None
         contact = self._self_contact() if settings.self_collision else None
-        if contact is not None:
-            contact.candidates(x0, x1)
-        for _ in range(PASSES if contact is not None else 1):
-            for collider in sim.colliders:
-                self._project(collider, x1, x0, movable, margin, features)
-            if contact is not None:
-                if not contact.valid_for(x1):
-                    contact.candidates(x0, x1)
-                contact.separate(x1, x0)
         for collider in sim.colliders:
             self._project(collider, x1, x0, movable, margin, features)
+        if contact is not None:
+            # found where the colliders put the cloth: the passes below move it little
+            contact.candidates(x0, x1)
+            for _ in range(PASSES):
+                contact.separate(x1, x0)
+                for collider in sim.colliders:
+                    self._project(collider, x1, x0, movable, margin, features)
+                if not contact.valid_for(x1):
+                    contact.candidates(x0, x1)
         self._friction(x0, x1, y, movable, margin)
         if contact is not None:
             if not contact.valid_for(x1):
                 contact.candidates(x0, x1)
+            # last, so that nothing undoes it; impact zones move rigidly and may end a little
+            # inside a collider's margin (never through its surface, where they started)
             contact.untangle(x0, x1)
 
     def _project(self, collider, x, x0, movable, margin, features):
@@ -171,18 +176,16 @@ class ContactStage:
     def _friction(self, x0, x1, y, movable, margin) -> None:
         """Coulomb friction at every collider contact (see the module docstring)."""
         default = self.sim.settings.friction
-        for collider, start, end in self._frame:
+        for collider, _, _ in self._frame:
             mu = getattr(collider, "friction", None)
             mu = default if mu is None else mu
             if not mu or mu <= 0.0 or not hasattr(collider, "contact_normals"):
                 continue
-            rows, normal, surface = collider.contact_normals(x1, margin * _TOUCHING + 1e-9, movable)
+            band = margin + _FRICTION_BAND * self.sim.model.median_edge_length + 1e-9
+            rows, normal, surface = collider.contact_normals(x1, band, movable, self._sweep.get(id(collider)))
             if len(rows) == 0:
                 continue
-            if surface is not None and start is not None and start is not end:
-                surface = surface / self._substeps  # the collider's motion over one substep
-            else:
-                surface = 0.0
+            surface = 0.0 if surface is None else surface  # the collider's motion over the substep
             moved = (x1[rows] - x0[rows]) - surface
             slide = moved - np.einsum("ij,ij->i", moved, normal)[:, None] * normal
             push = np.maximum(0.0, np.einsum("ij,ij->i", x1[rows] - y[rows], normal))

@@ -165,7 +165,8 @@ def push_features(positions, who, weights, normal, depth, movable):
     index = who[ok].ravel()
     count = np.bincount(index, minlength=len(positions)).astype(np.float64)
     for axis in range(3):
-        positions[:, axis] += np.bincount(index, step[:, :, axis].ravel(), len(positions)) / np.maximum(count, 1.0)
+        total = np.bincount(index, step[:, :, axis].ravel(), len(positions))
+        positions[:, axis] += total / np.maximum(count, 1.0)
 
 
 def ball_pairs(tree, points, radius):

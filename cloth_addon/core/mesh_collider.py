@@ -156,7 +156,8 @@ class MeshCollider:
         ends = self._edge_ends[self._sharp_edges]
         self._corners = np.unique(ends) if len(ends) else np.zeros(0, dtype=np.int64)
         corner_normal = vertex_normal[self._corners]
-        self._corner_normal = corner_normal / np.maximum(np.linalg.norm(corner_normal, axis=1), 1e-300)[:, None]
+        length = np.maximum(np.linalg.norm(corner_normal, axis=1), 1e-300)
+        self._corner_normal = corner_normal / length[:, None]
         # long edges cut into pieces for the broad phase, each piece knowing its edge
         if len(ends):
             a, b = v[ends[:, 0]], v[ends[:, 1]]
@@ -178,7 +179,8 @@ class MeshCollider:
         if len(edges):
             a, b = x[edges[:, 0]], x[edges[:, 1]]
             half = 0.5 * np.linalg.norm(b - a, axis=1)
-            rows, piece = geometry.ball_pairs(self._piece_tree, 0.5 * (a + b), float(half.max()) + self._piece_half + reach)
+            rows, piece = geometry.ball_pairs(self._piece_tree, 0.5 * (a + b),
+                                              float(half.max()) + self._piece_half + reach)
             if len(rows):
                 key = np.unique(rows * len(self._sharp_edges) + self._piece_owner[piece])
                 rows, sharp = key // len(self._sharp_edges), key % len(self._sharp_edges)
@@ -212,7 +214,7 @@ class MeshCollider:
             if not len(which):
                 return
             corners = triangles[tri]
-            q, bary, _ = geometry.closest_points(corner[which], x[corners[:, 0]], x[corners[:, 1]], x[corners[:, 2]])
+            q, bary, _ = geometry.closest_points(corner[which], *(x[corners[:, k]] for k in range(3)))
             gap = q - corner[which]
             dist = np.linalg.norm(gap, axis=1)
             cn = self._corner_normal[which]
@@ -220,7 +222,7 @@ class MeshCollider:
             hit = ((dist < reach) | (signed < 0.0)) & np.any(movable[corners], axis=1)
             if not np.any(hit):
                 return
-            gap, dist, cn, signed, bary, corners = gap[hit], dist[hit], cn[hit], signed[hit], bary[hit], corners[hit]
+            gap, dist, cn, signed, bary, corners = (v[hit] for v in (gap, dist, cn, signed, bary, corners))
             through = signed < 0.0
             direction = np.where(through[:, None] | (dist <= 1e-12)[:, None], cn,
                                  gap / np.maximum(dist, 1e-300)[:, None])
@@ -299,7 +301,7 @@ class MeshCollider:
         reach = self.thickness + float(margin)
         self._vertex_contacts(positions, previous, movable, reach, friction, before)
         if features is not None:
-            self._feature_contacts(positions, movable, reach, *features)
+            self._feature_contacts(positions, movable, reach, features.edges, features.triangles)
 
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement
@@ -309,7 +311,7 @@ class MeshCollider:
         hit = np.isfinite(distance)
         rows, triangle = rows[hit], triangle[hit]
         corners = self.vertices[self.triangles[triangle]]
-        q, bary, region = geometry.closest_points(positions[rows], corners[:, 0], corners[:, 1], corners[:, 2])
+        q, bary, region = geometry.closest_points(positions[rows], *(corners[:, k] for k in range(3)))
         gap = positions[rows] - q
         dist = np.linalg.norm(gap, axis=1)
         normal = self._pseudo_normal(triangle, region)

@@ -9,15 +9,20 @@ import numpy as np
 from . import topology
 from .settings import Settings
 
+# Contact broad phases assume no edge grows past this many times its rest length.
+EDGE_STRETCH_BOUND = 2.0
 # Springs shorter than this fraction of the mesh's size join coincident vertices.
 _DEGENERATE_FRACTION = 1e-9
 
 
 class ContactFeatures(NamedTuple):
-    """edges: (e, 2) int64 unique edges of the triangles (lo, hi); triangles: (t, 3) int64."""
+    """edges: (e, 2) int64 unique edges of the triangles (lo, hi); triangles: (t, 3) int64;
+    longest: m, a bound of any edge's length while simulating (EDGE_STRETCH_BOUND x the longest
+    at rest), for broad phases."""
 
     edges: np.ndarray
     triangles: np.ndarray
+    longest: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,9 +72,13 @@ class ClothModel:
         edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]) if len(tris) else \
             np.zeros((0, 2), dtype=np.int64)
         keys = np.unique(topology.pair_keys(edges[:, 0], edges[:, 1], n))
-        return ContactFeatures(np.stack([keys // n, keys % n], axis=1), tris)
+        edges = np.stack([keys // n, keys % n], axis=1)
+        rest = self.rest_positions
+        lengths = np.linalg.norm(rest[edges[:, 0]] - rest[edges[:, 1]], axis=1)
+        longest = float(lengths.max()) if len(edges) else 0.0
+        return ContactFeatures(edges, tris, EDGE_STRETCH_BOUND * longest)
 
-    @property
+    @cached_property
     def median_edge_length(self) -> float:
         """m: median rest length of the structural springs (mesh edges); 0 without springs."""
         structural = self.spring_rest_length[self.spring_kind == topology.STRUCTURAL]
@@ -184,3 +193,35 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
         faces=faces,
         dropped_springs=dropped,
     )
+
+
+def concatenate_models(models) -> tuple[ClothModel, np.ndarray]:
+    """One ClothModel holding several, side by side (their particles, springs and faces
+    renumbered in order), and (k + 1,) int64 starts: model i's particles are
+    starts[i]:starts[i + 1]. Each keeps its own masses and stiffnesses."""
+    models = list(models)
+    counts = np.array([m.n_particles for m in models], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    total = int(starts[-1])
+    corner_counts = np.array([len(m.faces.corners) for m in models], dtype=np.int64)
+    corner_starts = np.concatenate([[0], np.cumsum(corner_counts)])
+    faces = topology.Faces(
+        np.concatenate([m.faces.corners + s for m, s in zip(models, starts, strict=False)]),
+        np.concatenate([m.faces.face_start + c for m, c in zip(models, corner_starts, strict=False)]),
+        np.concatenate([m.faces.face_size for m in models]), total)
+    pinned = np.concatenate([m.pinned for m in models])
+    model = ClothModel(
+        rest_positions=np.concatenate([m.rest_positions for m in models]),
+        mass=np.concatenate([m.mass for m in models]),
+        inv_mass=np.concatenate([m.inv_mass for m in models]),
+        pinned=pinned,
+        pinned_indices=np.flatnonzero(pinned),
+        spring_indices=np.concatenate([m.spring_indices + s for m, s in zip(models, starts, strict=False)]),
+        spring_kind=np.concatenate([m.spring_kind for m in models]),
+        spring_rest_length=np.concatenate([m.spring_rest_length for m in models]),
+        spring_stiffness=np.concatenate([m.spring_stiffness for m in models]),
+        triangles=np.concatenate([m.triangles + s for m, s in zip(models, starts, strict=False)]),
+        faces=faces,
+        dropped_springs=sum(m.dropped_springs for m in models),
+    )
+    return model, starts

@@ -35,15 +35,18 @@ from . import ccd, geometry
 PASSES = 3
 # Impact-zone merges before the fall-back (vertices back at the start of the substep).
 ZONE_ROUNDS = 12
+# Candidates are found for motions this fraction of the gap beyond the current end positions.
+SLACK = 0.5
 # Touch tolerance of the continuous test, as a fraction of the gap (and never below 1 um).
 _TOUCH = 1e-3
 
 
-def _pairs_within(tree_points, query_points, radius):
-    """(query rows, tree rows) of points within `radius` (scalar or per query) of each other."""
-    from scipy.spatial import cKDTree  # scipy is bundled with the extension; imported lazily
-
-    return geometry.ball_pairs(cKDTree(tree_points), query_points, radius)
+def _spheres(x, features):
+    """(centres (k, 3), radii (k,)) of bounding spheres of features (k, m) vertex ids at x."""
+    corners = x[features]
+    centre = corners.mean(axis=1)
+    offset = corners - centre[:, None]
+    return centre, np.sqrt(np.einsum("ijk,ijk->ij", offset, offset).max(axis=1))
 
 
 def _member(keys, table):
@@ -75,7 +78,7 @@ class SelfContact:
         self.model = model
         self.distance = float(distance)
         self.friction = float(friction)
-        self.edges, self.triangles = model.contact_features
+        self.edges, self.triangles, _ = model.contact_features
         self._rest_exclusions()
         self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0}
 
@@ -84,75 +87,73 @@ class SelfContact:
         """Pairs already closer than the gap in the rest shape: the cloth's own neighbourhood,
         which proximity must not push apart (continuous detection still watches them)."""
         rest, d = self.model.rest_positions, self.distance
-        vf_p, vf_t = self._vf_near(rest, rest, np.zeros(len(rest)), d)
+        vf_p, vf_t, ea, eb = self._near(rest, np.full(len(rest), 0.5 * d))
         q, _, _ = geometry.closest_points(rest[vf_p], *(rest[self.triangles[vf_t, k]] for k in range(3)))
         close = np.linalg.norm(rest[vf_p] - q, axis=1) < d
         self._vf_excluded = np.sort(vf_p[close] * max(len(self.triangles), 1) + vf_t[close])
-        ea, eb = self._ee_near(rest, np.zeros(len(rest)), d)
         gap = self._edge_gaps(rest, ea, eb)[0]
         close = np.linalg.norm(gap, axis=1) < d
         self._ee_excluded = np.sort(ea[close] * max(len(self.edges), 1) + eb[close])
 
     # -- broad phase -------------------------------------------------------------------------
-    def _vf_near(self, x0, points, reach_extra, d):
-        """(vertex, triangle) pairs whose start bounding spheres are within d + extras, sharing no
-        vertex. reach_extra: (n,) per-vertex allowance (deviations)."""
-        tris = self.triangles
-        if len(tris) == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty
-        corners = x0[tris]
-        centre = corners.mean(axis=1)
-        radius = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1)
-        tri_extra = reach_extra[tris].max(axis=1)
-        rows, tri = _pairs_within(centre, points,
-                                  d + reach_extra + float(radius.max()) + float(tri_extra.max()))
-        keep = np.linalg.norm(points[rows] - centre[tri], axis=1) <= d + reach_extra[rows] + radius[tri] + \
-            tri_extra[tri]
-        keep &= np.all(tris[tri] != rows[:, None], axis=1)
-        return rows[keep], tri[keep]
+    def _near(self, x, reach):
+        """Vertex-triangle (p, t) and edge-edge (a < b) pairs at positions x (n, 3) whose bounding
+        spheres come within reach_p + reach_q of each other (reach: (n,) per vertex, m; a
+        feature takes its vertices' largest); pairs sharing a vertex are left out."""
+        from scipy.spatial import cKDTree  # scipy is bundled with the extension; imported lazily
 
-    def _ee_near(self, x0, reach_extra, d):
-        """(edge a, edge b) pairs, a < b, sharing no vertex, within d + extras at the start."""
-        from scipy.spatial import cKDTree
-
-        e = self.edges
-        if len(e) == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty
-        middle = 0.5 * (x0[e[:, 0]] + x0[e[:, 1]])
-        half = 0.5 * np.linalg.norm(x0[e[:, 0]] - x0[e[:, 1]], axis=1)
-        extra = reach_extra[e].max(axis=1)
-        found = cKDTree(middle).query_pairs(d + 2.0 * float((half + extra).max()), output_type="ndarray")
-        a, b = found[:, 0].astype(np.int64), found[:, 1].astype(np.int64)
-        keep = np.linalg.norm(middle[a] - middle[b], axis=1) <= d + half[a] + half[b] + extra[a] + extra[b]
-        keep &= (e[a, 0] != e[b, 0]) & (e[a, 0] != e[b, 1]) & (e[a, 1] != e[b, 0]) & (e[a, 1] != e[b, 1])
-        return np.minimum(a[keep], b[keep]), np.maximum(a[keep], b[keep])
+        tris, edges = self.triangles, self.edges
+        vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
+        if len(tris):
+            centre, radius = _spheres(x, tris)
+            extra = radius + reach[tris].max(axis=1)
+            vf_p, vf_t = geometry.ball_pairs(cKDTree(centre), x, reach + float(extra.max()))
+            keep = np.linalg.norm(x[vf_p] - centre[vf_t], axis=1) <= reach[vf_p] + extra[vf_t]
+            keep &= np.all(tris[vf_t] != vf_p[:, None], axis=1)
+            vf_p, vf_t = vf_p[keep], vf_t[keep]
+        if len(edges):
+            middle, half = _spheres(x, edges)
+            extra = half + reach[edges].max(axis=1)
+            found = cKDTree(middle).query_pairs(2.0 * float(extra.max()), output_type="ndarray")
+            ea, eb = found[:, 0].astype(np.int64), found[:, 1].astype(np.int64)
+            a, b = edges[ea], edges[eb]
+            keep = np.linalg.norm(middle[ea] - middle[eb], axis=1) <= extra[ea] + extra[eb]
+            keep &= (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & (a[:, 1] != b[:, 1])
+            ea, eb = np.minimum(ea[keep], eb[keep]), np.maximum(ea[keep], eb[keep])
+        return vf_p, vf_t, ea, eb
 
     def candidates(self, x0, x1):
         """Find this substep's candidate pairs from the start x0 and the current end x1, (n, 3) m.
 
-        Valid while no vertex deviates from the mean motion by more than its allowance; the
-        proximity passes and impact zones stay inside it."""
+        Proximity: pairs whose bounding spheres at x1 come within the gap (plus a slack).
+        Continuous: the cloth's mass-weighted mean motion moves no pair closer; what each
+        vertex moves apart from it (its deviation) does, so pairs whose start spheres are
+        closer than their deviations (plus the slack) may touch. Valid while no vertex moves
+        more than half the slack from this x1 (valid_for)."""
+        n, d = len(x0), self.distance
+        slack = SLACK * d
         mass = self.model.mass
         motion = x1 - x0
         mean = (mass[:, None] * motion).sum(axis=0) / mass.sum()
         deviation = np.linalg.norm(motion - mean, axis=1)
-        # the response may move a vertex by up to about the gap more
-        allowance = deviation + self.distance
-        self._x0, self._mean, self._allowance = x0, mean, allowance
-        p, t = self._vf_near(x0, x0, allowance, self.distance)
-        a, b = self._ee_near(x0, allowance, self.distance)
+        near = self._near(x1, np.full(n, 0.5 * d + slack))
+        moving = self._near(x0, deviation + slack)
+        tri_count, edge_count = max(len(self.triangles), 1), max(len(self.edges), 1)
+        vf = np.unique(np.concatenate([near[0] * tri_count + near[1], moving[0] * tri_count + moving[1]]))
+        ee = np.unique(np.concatenate([near[2] * edge_count + near[3], moving[2] * edge_count + moving[3]]))
+        p, t, a, b = vf // tri_count, vf % tri_count, ee // edge_count, ee % edge_count
+        self._reference, self._slack = x1.copy(), slack
         self.vf = (p, t)
         self.ee = (a, b)
-        self.vf_proximity = ~_member(p * max(len(self.triangles), 1) + t, self._vf_excluded)
-        self.ee_proximity = ~_member(a * max(len(self.edges), 1) + b, self._ee_excluded)
+        self.vf_proximity = ~_member(vf, self._vf_excluded)
+        self.ee_proximity = ~_member(ee, self._ee_excluded)
         self.stats["vf"], self.stats["ee"] = len(p), len(a)
 
     def valid_for(self, x1) -> bool:
-        """Whether x1 still lies inside the allowance the candidates were found for."""
-        deviation = np.linalg.norm(x1 - self._x0 - self._mean, axis=1)
-        return bool(np.all(deviation <= self._allowance + 1e-12))
+        """Whether the candidates still hold for x1 (n, 3): no vertex moved more than half the
+        slack from where they were found."""
+        moved = x1 - self._reference
+        return bool(np.einsum("ij,ij->i", moved, moved).max(initial=0.0) <= (0.5 * self._slack) ** 2)
 
     # -- proximity -------------------------------------------------------------------------------
     def _edge_gaps(self, x, a, b):
@@ -169,6 +170,10 @@ class SelfContact:
         index, vectors = [], []
         p, t = (v[self.vf_proximity] for v in self.vf)
         if len(p):
+            # bounding spheres first: most candidates are a triangle's width away
+            centre, radius = _spheres(x, self.triangles)
+            near = np.einsum("ij,ij->i", x[p] - centre[t], x[p] - centre[t]) < (radius[t] + d) ** 2
+            p, t = p[near], t[near]
             tris = self.triangles[t]
             q, bary, _ = geometry.closest_points(x[p], x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]])
             gap = x[p] - q
@@ -186,6 +191,9 @@ class SelfContact:
                            d - np.einsum("ij,ij->i", gap, normal), w)
         a, b = (v[self.ee_proximity] for v in self.ee)
         if len(a):
+            middle, half = _spheres(x, self.edges)
+            near = np.linalg.norm(middle[a] - middle[b], axis=1) < half[a] + half[b] + d
+            a, b = a[near], b[near]
             gap, s, t = self._edge_gaps(x, a, b)
             dist = np.linalg.norm(gap, axis=1)
             near = dist < d
@@ -240,20 +248,19 @@ class SelfContact:
 
     # -- the guarantee ---------------------------------------------------------------------------
     def _touching(self, x0, x1):
-        """(k, 2+) arrays of the vertices of candidate pairs that touch during x0 -> x1."""
+        """(k, 4) vertices of the candidate pairs that touch during x0 -> x1 (vertex-triangle:
+        the vertex, then the triangle's corners; edge-edge: both edges' ends)."""
         tol = max(_TOUCH * self.distance, 1e-6)
         motion = x1 - x0
-        deviation = np.linalg.norm(motion - (motion.mean(axis=0)), axis=1)
         groups = []
         p, t = self.vf
         if len(p):
             tris = self.triangles[t]
-            # a pair whose start spheres are farther apart than both can deviate cannot touch
-            corners = x0[tris]
-            centre = corners.mean(axis=1)
-            radius = np.linalg.norm(corners - centre[:, None], axis=2).max(axis=1)
-            may = np.linalg.norm(x0[p] - centre, axis=1) - radius <= deviation[p] + \
-                deviation[tris].max(axis=1) + tol
+            # A pair can only touch if its start spheres are closer than the features move
+            # relative to each other (a falling sheet's own pairs move together: none).
+            centre, radius = _spheres(x0, self.triangles)
+            relative = np.linalg.norm(motion[tris] - motion[p][:, None, :], axis=2).max(axis=1)
+            may = np.linalg.norm(x0[p] - centre[t], axis=1) - radius[t] <= relative + tol
             p, tris = p[may], tris[may]
             toi = ccd.vertex_triangle_toi(x0[p], x1[p], x0[tris[:, 0]], x1[tris[:, 0]], x0[tris[:, 1]],
                                           x1[tris[:, 1]], x0[tris[:, 2]], x1[tris[:, 2]], tol)
@@ -262,11 +269,10 @@ class SelfContact:
         a, b = self.ee
         if len(a):
             ea, eb = self.edges[a], self.edges[b]
-            ma, mb = 0.5 * (x0[ea[:, 0]] + x0[ea[:, 1]]), 0.5 * (x0[eb[:, 0]] + x0[eb[:, 1]])
-            half_a = 0.5 * np.linalg.norm(x0[ea[:, 0]] - x0[ea[:, 1]], axis=1)
-            half_b = 0.5 * np.linalg.norm(x0[eb[:, 0]] - x0[eb[:, 1]], axis=1)
-            may = np.linalg.norm(ma - mb, axis=1) - half_a - half_b <= deviation[ea].max(axis=1) + \
-                deviation[eb].max(axis=1) + tol
+            middle, half = _spheres(x0, self.edges)
+            both = np.concatenate([ea, eb], axis=1)
+            relative = np.linalg.norm(motion[both] - motion[ea[:, :1]], axis=2).max(axis=1)
+            may = np.linalg.norm(middle[a] - middle[b], axis=1) - half[a] - half[b] <= relative + tol
             ea, eb = ea[may], eb[may]
             toi = ccd.edge_edge_toi(x0[ea[:, 0]], x1[ea[:, 0]], x0[ea[:, 1]], x1[ea[:, 1]],
                                     x0[eb[:, 0]], x1[eb[:, 0]], x0[eb[:, 1]], x1[eb[:, 1]], tol)

@@ -67,8 +67,8 @@ class Settings:
 
     solver: str = "fast_mass_spring"
     dt: float = 1.0 / 24.0
-    substeps: int = 1
-    iterations: int = 10
+    substeps: int = 5
+    iterations: int = 2
     gravity: tuple = (0.0, 0.0, -9.81)
     density: float = 0.15
     linear_density: float = 0.02

@@ -10,13 +10,13 @@ One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
     tearing  = springs longer than rest * tear_factor break for good
 """
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from . import forces
 from .contact import ContactStage
-from .model import build_model
+from .model import build_model, concatenate_models
 from .settings import AUTO_SELF_DISTANCE, Settings
 from .state import ClothState
 
@@ -30,6 +30,18 @@ LIVE_FIELDS = {"gravity", "wind", "air_drag", "friction", "collision_distance", 
                "self_collision_distance", "tear_factor"}
 MODEL_FIELDS = {"density", "linear_density", "stretch_stiffness", "shear_stiffness", "bend_stiffness",
                 "max_vertices"}
+
+
+@dataclass(frozen=True)
+class ClothPart:
+    """One cloth object of a Simulation.from_parts: its mesh (as for Simulation), and the
+    Settings its material comes from (None: the simulation's)."""
+
+    vertices: object
+    faces: object
+    settings: Settings | None = None
+    pinned: object = None
+    edges: object = None
 
 
 class SimulationDiverged(RuntimeError):
@@ -59,18 +71,44 @@ class Simulation:
     """
 
     def __init__(self, vertices, faces, settings: Settings | None = None, pinned=None,
-                 colliders=(), edges=None):
+                 colliders=(), edges=None, _model=None):
         settings = settings if settings is not None else Settings()
         if not isinstance(settings, Settings):
             raise ValueError("settings must be a Settings instance")
         self._settings = settings
-        self.model = build_model(vertices, faces, settings, pinned=pinned, edges=edges)
+        self.model = _model if _model is not None else build_model(vertices, faces, settings, pinned=pinned,
+                                                                   edges=edges)
+        self.parts = [slice(0, self.model.n_particles)]
         self.colliders = list(colliders)
         self.solver = make_solver(self.model, settings)
         self.contact = ContactStage(self)
         extent = np.ptp(self.model.rest_positions, axis=0).max()
         self._rest_size = max(extent, 1e-6) if self.model.n_springs else 0.0
         self.reset()
+
+    @classmethod
+    def from_parts(cls, parts, settings: Settings | None = None, colliders=()) -> "Simulation":
+        """One simulation of several cloth objects that collide with each other (both ways).
+
+        parts: sequence of ClothPart(vertices, faces, settings=None, pinned=None, edges=None);
+        each part's material (density, stiffness) comes from its own settings. settings: how the
+        whole is stepped (solver, dt, substeps, iterations, gravity, wind, contact), the first
+        part's when None. With settings.self_collision on, the parts keep
+        self_collision_distance apart and never pass through each other; off, they pass.
+        `sim.parts[k]` is the slice of part k's particles in `sim.positions`.
+        """
+        parts = list(parts)
+        if not parts or not all(isinstance(p, ClothPart) for p in parts):
+            raise ValueError("Simulation.from_parts needs a non-empty sequence of ClothPart")
+        settings = settings if settings is not None else (parts[0].settings or Settings())
+        if not isinstance(settings, Settings):
+            raise ValueError("settings must be a Settings instance")
+        models = [build_model(p.vertices, p.faces, p.settings or settings, pinned=p.pinned, edges=p.edges)
+                  for p in parts]
+        model, starts = concatenate_models(models)
+        sim = cls(None, None, settings, colliders=colliders, _model=model)
+        sim.parts = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        return sim
 
     @property
     def settings(self) -> Settings:
@@ -176,7 +214,10 @@ class Simulation:
             target = start + (self._pin_targets - start) * (sub / substeps)
             velocity = (x - x_prev) / h
             accel = forces.external_acceleration(model, x, velocity, settings, h)
-            x_new = self.solver.advance(x, x_prev, accel, target, constrain=contact.constrain_function(x))
+            if self.solver.contact_in_iterations:
+                x_new = self.solver.advance(x, x_prev, accel, target, constrain=contact.constrain_function(x))
+            else:
+                x_new = self.solver.advance(x, x_prev, accel, target)
             contact.finish(x, x_new, self.solver.predict(x, x_prev, accel, target))
             x_prev, x = x, x_new
             if settings.tear_factor is not None:

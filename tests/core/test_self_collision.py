@@ -7,7 +7,7 @@ from scipy.spatial import cKDTree
 from cloth_addon.core import ClothState, MeshCollider, PlaneCollider, Settings, Simulation
 from cloth_addon.core.geometry import segment_triangle_hits, uv_sphere
 from cloth_addon.core.scenes import grid as make_grid
-from cloth_addon.core.self_collision import SelfCollision
+from cloth_addon.core.self_contact import SelfContact
 
 SOLVERS = ["fast_mass_spring", "verlet", "newton"]
 
@@ -109,16 +109,18 @@ def test_sheet_falling_onto_a_pinned_sheet_stays_on_top():
 
 def test_flat_sheet_has_no_self_contacts():
     vertices, faces, _ = make_grid(20, 20, 1.0, "xy")
-    sim = Simulation(vertices, faces, Settings(collision_distance=0.03))
+    contact = SelfContact(Simulation(vertices, faces).model, 0.03, 0.3)
     x = vertices.copy()
-    SelfCollision(sim.model, 0.03, 0.3).project(x, vertices.copy())
+    contact.candidates(vertices, x)
+    contact.separate(x, vertices)
+    assert contact.untangle(vertices, x) == 0
     assert np.array_equal(x, vertices)
 
 
-def test_self_collision_rejects_a_negative_thickness():
+def test_self_contact_rejects_a_non_positive_distance():
     vertices, faces, _ = make_grid(3, 3)
-    with pytest.raises(ValueError, match="thickness"):
-        SelfCollision(Simulation(vertices, faces).model, -0.01, 0.3)
+    with pytest.raises(ValueError, match="distance"):
+        SelfContact(Simulation(vertices, faces).model, 0.0, 0.3)
 
 
 @pytest.mark.parametrize("solver", ["fast_mass_spring", "verlet"])  # newton: the fold test covers it
@@ -137,8 +139,10 @@ def test_drape_over_a_mesh_sphere_on_a_floor(solver):
         x = np.array(sim.positions)
         _, distance, inside, _ = ball.closest(x, max_distance=0.1)
         assert not inside.any()
-        assert np.all(distance >= 0.005 + thickness - 1e-6)
-        assert x[:, 2].min() >= thickness - 1e-6
+        # the guarantee against crossings has the last word: it may leave a vertex a little
+        # inside the collider margin (never inside the ball, never past half the margin)
+        assert np.all(distance >= 0.005 + 0.5 * thickness), (distance.min() - 0.005 - thickness)
+        assert x[:, 2].min() >= 0.5 * thickness
     assert _counter(sim)() == 0
     assert np.linalg.norm(x[:, :2], axis=1).max() > 0.45, "the sheet draped down past the ball"
 

@@ -123,16 +123,20 @@ def test_seed_demo_reproduced(rigid):
     # The ball cuts through the sheet's plane, so particles settle on either side of it and a
     # different Gauss-Seidel order (ours is by colour) picks other sides: compare the drape's
     # shape (extent, centre, stretch), not particle by particle.
-    # (the seed moves a pin's partner only half way, so its top corners swing out ~10 cm more)
-    np.testing.assert_allclose(ours.min(axis=0), expected.min(axis=0), atol=0.1)
+    # (the seed moves a pin's partner only half way, so its top corners swing out ~10 cm more;
+    # our friction is Coulomb's, from the normal velocity change: the bottom hangs ~10 cm lower,
+    # 3% of the 3 m drop)
+    np.testing.assert_allclose(ours.min(axis=0), expected.min(axis=0), atol=0.12)
     np.testing.assert_allclose(ours.max(axis=0), expected.max(axis=0), atol=0.1)
-    np.testing.assert_allclose(ours.mean(axis=0), expected.mean(axis=0), atol=0.05)
+    np.testing.assert_allclose(ours.mean(axis=0), expected.mean(axis=0), atol=0.07)  # the lower bottom
     i, j = sim.model.spring_indices.T
     stretched = []
     for p in (ours, expected):  # springs that straddle the ball stretch; most keep their length
         strain = np.linalg.norm(p[i] - p[j], axis=1) / sim.model.spring_rest_length - 1
-        assert np.median(np.abs(strain)) < 0.03
+        assert np.median(np.abs(strain)) < 0.035  # ours hangs lower (see above): 3.3%
         stretched.append(np.mean(strain > 0.05))
     # inverse-mass weighting lets a pin's partner move all the way, so rigid ours stretches
     # less; the default compliance gives back a little of that
-    assert 0.5 * stretched[1] < stretched[0] <= stretched[1] + (0.0 if rigid else 0.03)
+    # (and our Coulomb friction holds the sheet on the ball less than the seed's stiffer rows:
+    # at the default compliance 26% of the springs stretch past 5%, the seed's 18%)
+    assert 0.5 * stretched[1] < stretched[0] <= stretched[1] + (0.0 if rigid else 0.1)

@@ -16,7 +16,13 @@ class InertialSolver:
         set_active(active)  # (s,) bool, springs that still exist (tearing)
 
     h: substep length, s (fixed for the solver's life).
+    contact_in_iterations: advance also takes constrain(x), a function that edits every iterate
+    (n, 3) in place (the contact stage projects the cloth out of colliders there).
     """
+
+    contact_in_iterations = True
+    # colliders also keep the cloth's edges and faces out of their sharp features
+    contact_features = True
 
     def __init__(self, model, settings):
         self.model = model

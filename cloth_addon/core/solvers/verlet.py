@@ -69,9 +69,14 @@ class VerletSolver(InertialSolver):
             kept = active[group["ids"]]
             group["active"] = None if kept.all() else kept.astype(np.float64)
 
-    def advance(self, positions, previous, accel, pin_targets, constrain=None):
-        """One substep: (n, 3) positions after prediction and relaxation. constrain(x) edits the
-        positions (n, 3) in place after every relaxation pass (contacts as constraints, PBD-style)."""
+    # The seed projects its particles out of colliders once, after the relaxation; keeping that
+    # (no projection inside the passes, no edge or corner features) keeps this solver the seed's
+    # algorithm (tests/core/test_verlet.py compares them). Self-contact is the same for all.
+    contact_in_iterations = False
+    contact_features = False
+
+    def advance(self, positions, previous, accel, pin_targets):
+        """One substep: (n, 3) positions after prediction and relaxation (before contact)."""
         flat = np.ascontiguousarray(self.predict(positions, previous, accel, pin_targets).T).ravel()
         lambdas = [np.zeros(len(g["ids"])) for g in self.colours] if self.has_compliance else None
         for _ in range(self.iterations):
@@ -89,6 +94,4 @@ class VerletSolver(InertialSolver):
                     lam -= error * g["inv_denom"]
                 d *= error / np.maximum(length, 1e-12)
                 g["scatter"].add_into(d.ravel(), flat)
-            if constrain is not None:
-                constrain(flat.reshape(3, -1).T)
         return np.ascontiguousarray(flat.reshape(3, -1).T)
