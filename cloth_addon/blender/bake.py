@@ -7,11 +7,11 @@ added, which is what free_bake removes.
 
 import json
 import os
-import struct
 
 import bpy
 import numpy as np
 
+from ..core.pc2 import write_pc2
 from . import mesh_io, session, tearing
 
 BAKE_KEY_PREFIX = "ClothBake"
@@ -23,25 +23,6 @@ LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 
 class BakeError(Exception):
     """A bake cannot start; the message is for the user."""
-
-
-def write_pc2(path: str, samples: np.ndarray, frame_start: float, sample_rate: float = 1.0) -> None:
-    """Write (frames, points, 3) positions as a PC2 point cache (little-endian float32)."""
-    samples = np.ascontiguousarray(samples, dtype="<f4")
-    frames, points, _ = samples.shape
-    with open(path, "wb") as handle:
-        handle.write(struct.pack("<12siiffi", b"POINTCACHE2\0", 1, points, float(frame_start),
-                                 float(sample_rate), frames))
-        samples.tofile(handle)  # straight from the array: a bake's samples can be hundreds of MB
-
-
-def read_pc2(path: str) -> np.ndarray:
-    """(frames, points, 3) float32 from a PC2 file."""
-    with open(path, "rb") as handle:
-        header = handle.read(32)
-        _, _, points, _, _, frames = struct.unpack("<12siiffi", header)
-        data = np.frombuffer(handle.read(), dtype="<f4")
-    return data.reshape(frames, points, 3)
 
 
 def cache_path(obj) -> str:
