@@ -12,7 +12,7 @@ import bpy
 import numpy as np
 
 from ..core.pc2 import write_pc2
-from . import mesh_io, session, tearing
+from . import mesh_io, store, tearing
 
 BAKE_KEY_PREFIX = "ClothBake"
 CACHE_MODIFIER = "ClothCache"
@@ -99,7 +99,7 @@ class Baker:
         self.samples = {}
         self.buffers = {}
         for obj in objects:
-            session.errors.pop(obj.session_uid, None)  # only errors of this bake's frames count
+            store.errors.pop(obj.session_uid, None)  # only errors of this bake's frames count
             if obj.cloth_addon.is_baked:
                 raise BakeError(f"{obj.name} is already baked; free the bake first")
             if mesh_io.sim_key(obj) is None:
@@ -127,8 +127,8 @@ class Baker:
             props = obj.cloth_addon
             if not props.frame_start <= frame <= props.frame_end:
                 continue
-            if obj.session_uid in session.errors:
-                raise BakeError(f"{obj.name}: {session.errors[obj.session_uid]}")
+            if obj.session_uid in store.errors:
+                raise BakeError(f"{obj.name}: {store.errors[obj.session_uid]}")
             # The ClothSim key's float32 coordinates go straight into the PC2 array or the new
             # key: no float64 round trip, no per-frame array for PC2.
             if record["target"] == "PC2":
@@ -186,7 +186,7 @@ class Baker:
             obj.data.update_tag()
             # A baked object is never simulated live (Free Bake rebuilds), so its frame cache,
             # 24 bytes a vertex a frame (60 MB for 250 frames of 10,000 vertices), can go now.
-            session.discard(obj.session_uid)
+            store.discard(obj.session_uid)
         self.samples.clear()
         self.scene.frame_set(self.original_frame)
 
@@ -237,5 +237,5 @@ def free(obj) -> bool:
     remove(obj, json.loads(obj.cloth_addon.bake_record))
     obj.cloth_addon.bake_record = ""
     tearing.remove(obj)  # the live playback shows the cut again if it tears again
-    session.discard(obj.session_uid)
+    store.discard(obj.session_uid)
     return True
