@@ -60,6 +60,9 @@ class SelectionOperator:
 class ClothOperator(SelectionOperator):
     """Acts on the selected objects that are cloth already."""
 
+    fits = staticmethod(is_cloth)
+    wanted = "a cloth object"
+
 
 def _names(objects) -> str:
     return ", ".join(obj.name for obj in objects)
@@ -140,6 +143,7 @@ class CLOTH_ADDON_OT_remove_cloth(ClothOperator, bpy.types.Operator):
 
     bl_idname = ids.REMOVE_CLOTH
     bl_label = "Remove Cloth"
+
     def run(self, context, objects):
         for obj in objects:
             _strip(obj)
@@ -153,6 +157,7 @@ class CLOTH_ADDON_OT_reset(ClothOperator, bpy.types.Operator):
     bl_idname = ids.RESET
     bl_label = "Reset Simulation"
     bl_options = {"REGISTER"}
+
     def run(self, context, objects):
         for obj in objects:
             try:
