@@ -158,7 +158,7 @@ def settled(solver, iterations, rigid=False):
 
 def figure4(path):
     counts = (1, 2, 5, 10, 20, 40)
-    names = ("fast_mass_spring", "verlet (default stiffness, XPBD)", "verlet (rigid, seed's PBD)")
+    names = ("fast_mass_spring", "verlet (default stiffness, XPBD)", "verlet (rigid, Jakobsen's PBD)")
     curves = {name: [] for name in names}
     print("\nFig. 4: settled cloth hanging from its top edge, extra drop of its lowest point (mm) below"
           " the rest length, and max strain, against iterations per step")

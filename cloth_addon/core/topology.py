@@ -1,4 +1,4 @@
-"""Mesh topology to springs, lumped masses and triangles (REFERENCE.md section 1).
+"""Mesh topology to springs, lumped masses and triangles (docs/PHYSICS.md §1, §2).
 
 Faces are held like Blender's loops: one flat array of corner vertex indices (`corners`)
 plus the first corner of every face (`face_start`) and its size (`face_size`). Every
@@ -151,7 +151,7 @@ def bend_pairs(faces: Faces, n: int) -> np.ndarray:
 
     For edge (u, w) between faces A and B, join u's other neighbour in A with u's other
     neighbour in B, and the same for w. For two triangles both pairs are the two opposite
-    vertices; on a quad grid they are the seed's skip-one springs:
+    vertices; on a quad grid they are the classic skip-one springs:
 
         a_u - u - b_u          a_u, b_u: u's neighbours in A and B off the edge
          |  A |  B |

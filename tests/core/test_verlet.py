@@ -1,11 +1,11 @@
-"""The Verlet/Jakobsen solver against the seed's algorithm and a sequential reference."""
+"""The Verlet/Jakobsen solver against the JavaScript demo (docs/PHYSICS.md §3) and a sequential reference."""
 
 import functools
 import itertools
 
 import numpy as np
 import pytest
-from seed_port import seed_constraints
+from demo_port import demo_constraints
 
 from cloth_addon.core import Settings, Simulation, SphereCollider
 
@@ -73,7 +73,7 @@ def test_constraint_error_falls_as_iterations_rise(grid):
     assert strains[-1] < 0.2 * strains[0]
 
 
-# -- the seed's demo (000 section 7), in metres: 20 x 20 particles, 15 cm apart, top row pinned
+# -- the JavaScript demo (docs/PHYSICS.md §3), in metres: 20 x 20 particles, 15 cm apart, top row pinned
 COLS = ROWS = 20
 SPACING = 0.15
 SPHERE = np.array([1.4, -1.5, 0.0])
@@ -81,12 +81,12 @@ RADIUS = 0.8
 
 
 @functools.cache
-def seed_reference(frames):
-    """The seed's JavaScript, ported line by line (pinned partner: the other still moves half)."""
+def demo_reference(frames):
+    """The demo's JavaScript, ported line by line (pinned partner: the other still moves half)."""
     pos = np.array([(c * SPACING, -r * SPACING, 0.0) for r in range(ROWS) for c in range(COLS)])
     prev = pos.copy()
     pinned = np.array([r == 0 for r in range(ROWS) for c in range(COLS)])
-    cons = seed_constraints(COLS, ROWS)
+    cons = demo_constraints(COLS, ROWS)
     rest = [np.linalg.norm(pos[b] - pos[a]) for a, b in cons]
     dt, g = 0.016, np.array([0.0, -9.8, 0.0])
     for _ in range(frames):
@@ -111,11 +111,11 @@ def seed_reference(frames):
 
 
 @pytest.mark.parametrize("rigid", [False, True], ids=["default-stiffness", "rigid"])
-def test_seed_demo_reproduced(rigid):
-    """The seed's Settings. At the default stiffness our relaxation is XPBD with a compliance
-    ~1% of the inverse masses here; with infinite stiffness it is the seed's projection."""
+def test_javascript_demo_reproduced(rigid):
+    """The demo's settings. At the default stiffness our relaxation is XPBD with a compliance
+    ~1% of the inverse masses here; with infinite stiffness it is the demo's projection."""
     frames = 150
-    expected = seed_reference(frames)
+    expected = demo_reference(frames)
     v = np.array([(c * SPACING, -r * SPACING, 0.0) for r in range(ROWS) for c in range(COLS)])
     faces = [(r * COLS + c, r * COLS + c + 1, (r + 1) * COLS + c + 1, (r + 1) * COLS + c)
              for r in range(ROWS - 1) for c in range(COLS - 1)]
@@ -134,7 +134,7 @@ def test_seed_demo_reproduced(rigid):
     # The ball cuts through the sheet's plane, so particles settle on either side of it and a
     # different Gauss-Seidel order (ours is by colour) picks other sides: compare the drape's
     # shape (extent, centre, stretch), not particle by particle.
-    # (the seed moves a pin's partner only half way, so its top corners swing out ~10 cm more)
+    # (the demo moves a pin's partner only half way, so its top corners swing out ~10 cm more)
     np.testing.assert_allclose(ours.min(axis=0), expected.min(axis=0), atol=0.1)
     np.testing.assert_allclose(ours.max(axis=0), expected.max(axis=0), atol=0.1)
     np.testing.assert_allclose(ours.mean(axis=0), expected.mean(axis=0), atol=0.05)
