@@ -108,8 +108,10 @@ def _check_distinct_corners(faces: Faces) -> None:
 
 
 def pair_keys(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """(k,) int64 key min * n + max of each unordered pair (a[i], b[i]) of particles below n:
+    equal for (a, b) and (b, a), and key // n, key % n give the sorted pair back."""
     lo, hi = np.minimum(a, b), np.maximum(a, b)
-    return lo * n + hi
+    return lo.astype(np.int64) * n + hi
 
 
 def _unique_pairs(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
@@ -188,7 +190,7 @@ def build_springs(faces: Faces, n: int, edges: np.ndarray | None = None):
     taken = np.zeros(0, dtype=np.int64)
     pairs, kinds = [], []
     for kind, group in enumerate(groups):
-        keys = group[:, 0] * n + group[:, 1]
+        keys = pair_keys(group[:, 0], group[:, 1], n)
         fresh = ~np.isin(keys, taken)
         pairs.append(group[fresh])
         kinds.append(np.full(int(fresh.sum()), kind, dtype=np.int8))
