@@ -84,7 +84,7 @@ class Scene:
 
 
 # At 100 x 100 the 2 m sheet's 2 cm spacing is close to Blender's default self-collision
-# distance (1.5 cm), so the 4 m sheet (4 cm, the spacing of issue 6's reference figure) is also run.
+# distance (1.5 cm), so a 4 m sheet (4 cm spacing, well apart from it) is also run.
 SCENES = tuple(Scene(n, kind) for n in (50, 100) for kind in KINDS) + (Scene(100, "pinned+self", 4.0),)
 
 
@@ -148,6 +148,8 @@ def add_sheet(scene: Scene):
     bpy.context.scene.collection.objects.link(obj)
     if len(pinned):
         obj.vertex_groups.new(name="Pins").add(pinned.tolist(), 1.0, "REPLACE")
+    from cloth_addon.blender.selection import select_only
+
     select_only(obj)
     return obj
 
@@ -160,14 +162,6 @@ def add_sphere():
     sphere.name = "Ball"
     sphere.modifiers.new("Collision", "COLLISION")
     return sphere
-
-
-def select_only(obj):
-    bpy = bpy_module()
-    for other in bpy.context.view_layer.objects:
-        other.select_set(False)
-    obj.select_set(True)
-    bpy.context.view_layer.objects.active = obj
 
 
 def build(scene: Scene):
@@ -263,9 +257,9 @@ def make_addon_cloth(scene: Scene):
 def run_addon(scene: Scene, frames: int) -> Run:
     obj, planes = make_addon_cloth(scene)
     run = play(obj, frames, Quality(sheet_arrays(scene)[0], mesh_edges(obj), planes))
-    from cloth_addon.blender import session
+    from cloth_addon.blender import store
 
-    error = session.errors.get(obj.session_uid)
+    error = store.errors.get(obj.session_uid)
     if error:
         raise RuntimeError(f"add-on failed: {error}")
     return run
@@ -274,15 +268,15 @@ def run_addon(scene: Scene, frames: int) -> Run:
 def run_core(scene: Scene, frames: int) -> Run:
     """Simulation.step alone, built from exactly what the add-on's session built."""
     from cloth_addon import core
-    from cloth_addon.blender import session
+    from cloth_addon.blender import colliders, store
 
     bpy = bpy_module()
     obj, planes = make_addon_cloth(scene)
-    live = session.get(obj, bpy.context.scene, bpy.context.evaluated_depsgraph_get())
+    live = store.get(obj, bpy.context.scene, bpy.context.evaluated_depsgraph_get())
     model = live.sim.model
     # The same Settings, pins and colliders; the collider list is the one the add-on's frame 1 read.
-    found, _ = session.colliders.scene_colliders(bpy.context.scene, bpy.context.evaluated_depsgraph_get(),
-                                                 obj.session_uid)
+    found, _ = colliders.scene_colliders(bpy.context.scene, bpy.context.evaluated_depsgraph_get(),
+                                         obj.session_uid)
     sim = core.Simulation(model.rest_positions, sheet_arrays(scene)[1], settings=live.sim.settings,
                           pinned=model.pinned, colliders=found)
     quality = Quality(model.rest_positions, mesh_edges(obj), planes)
@@ -570,7 +564,7 @@ def run(argv) -> int:
                   f"{info['shape_keys']} shape keys, PC2 {info['pc2_mb']:.1f} MiB; "
                   f"other processes' CPU before: {100 * busy:.0f}%", flush=True)
             bakes.append(info)
-    print("\ntargets (issue 6):")
+    print("\ntargets:")
     for line in target_report(results, bakes):
         print("  " + line)
     return 0

@@ -18,15 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import cloth_addon  # noqa: E402
+from cloth_addon.blender.selection import select_only  # noqa: E402
 
 FRAMES = 60
-
-
-def select_only(obj):
-    for other in bpy.context.view_layer.objects:
-        other.select_set(False)
-    obj.select_set(True)
-    bpy.context.view_layer.objects.active = obj
 
 
 def material(name, colour, roughness=0.6):

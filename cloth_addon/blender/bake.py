@@ -7,12 +7,12 @@ added, which is what free_bake removes.
 
 import json
 import os
-import struct
 
 import bpy
 import numpy as np
 
-from . import mesh_io, session, tearing
+from ..core.pc2 import write_pc2
+from . import mesh_io, store, tearing
 
 BAKE_KEY_PREFIX = "ClothBake"
 CACHE_MODIFIER = "ClothCache"
@@ -23,25 +23,6 @@ LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 
 class BakeError(Exception):
     """A bake cannot start; the message is for the user."""
-
-
-def write_pc2(path: str, samples: np.ndarray, frame_start: float, sample_rate: float = 1.0) -> None:
-    """Write (frames, points, 3) positions as a PC2 point cache (little-endian float32)."""
-    samples = np.ascontiguousarray(samples, dtype="<f4")
-    frames, points, _ = samples.shape
-    with open(path, "wb") as handle:
-        handle.write(struct.pack("<12siiffi", b"POINTCACHE2\0", 1, points, float(frame_start),
-                                 float(sample_rate), frames))
-        samples.tofile(handle)  # straight from the array: a bake's samples can be hundreds of MB
-
-
-def read_pc2(path: str) -> np.ndarray:
-    """(frames, points, 3) float32 from a PC2 file."""
-    with open(path, "rb") as handle:
-        header = handle.read(32)
-        _, _, points, _, _, frames = struct.unpack("<12siiffi", header)
-        data = np.frombuffer(handle.read(), dtype="<f4")
-    return data.reshape(frames, points, 3)
 
 
 def cache_path(obj) -> str:
@@ -118,7 +99,7 @@ class Baker:
         self.samples = {}
         self.buffers = {}
         for obj in objects:
-            session.errors.pop(obj.session_uid, None)  # only errors of this bake's frames count
+            store.errors.pop(obj.session_uid, None)  # only errors of this bake's frames count
             if obj.cloth_addon.is_baked:
                 raise BakeError(f"{obj.name} is already baked; free the bake first")
             if mesh_io.sim_key(obj) is None:
@@ -146,8 +127,8 @@ class Baker:
             props = obj.cloth_addon
             if not props.frame_start <= frame <= props.frame_end:
                 continue
-            if obj.session_uid in session.errors:
-                raise BakeError(f"{obj.name}: {session.errors[obj.session_uid]}")
+            if obj.session_uid in store.errors:
+                raise BakeError(f"{obj.name}: {store.errors[obj.session_uid]}")
             # The ClothSim key's float32 coordinates go straight into the PC2 array or the new
             # key: no float64 round trip, no per-frame array for PC2.
             if record["target"] == "PC2":
@@ -205,7 +186,7 @@ class Baker:
             obj.data.update_tag()
             # A baked object is never simulated live (Free Bake rebuilds), so its frame cache,
             # 24 bytes a vertex a frame (60 MB for 250 frames of 10,000 vertices), can go now.
-            session.discard(obj.session_uid)
+            store.discard(obj.session_uid)
         self.samples.clear()
         self.scene.frame_set(self.original_frame)
 
@@ -256,5 +237,5 @@ def free(obj) -> bool:
     remove(obj, json.loads(obj.cloth_addon.bake_record))
     obj.cloth_addon.bake_record = ""
     tearing.remove(obj)  # the live playback shows the cut again if it tears again
-    session.discard(obj.session_uid)
+    store.discard(obj.session_uid)
     return True

@@ -1,12 +1,13 @@
-"""Scene -> core forces: Collision objects become mesh colliders, Wind fields become a wind vector.
+"""Scene -> core colliders: every visible Collision object becomes a mesh or sphere collider.
 
 Every visible Collision object is read each frame as its evaluated, world-space triangle mesh
 (modifiers, armatures, shape keys and animation included) and becomes a core.MeshCollider:
 closed or open, convex or not; a sphere-shaped mesh becomes the exact, much cheaper
 core.SphereCollider. Its Outer Thickness and Friction come from its Collision settings.
-A collider is kept per (cloth, collider) pair and `update()`d while its topology stays the same,
-so the core sees the collider's own motion between frames (a fast or deforming collider does not
-tunnel) and keeps its acceleration structures.
+Each cloth session keeps its own MeshColliders (ClothSession.mesh_colliders, by collider) and
+`update()`s them while their topology stays the same, so the core sees the collider's own motion
+between frames (a fast or deforming collider does not tunnel) and keeps its acceleration
+structures.
 """
 
 import numpy as np
@@ -16,8 +17,6 @@ from . import mesh_io
 
 # Blender's cloth friction (0..80, default 5) is not a Coulomb coefficient; this maps 5 to 0.5.
 FRICTION_SCALE = 0.1
-
-_mesh_colliders: dict[tuple[int, int], "core.MeshCollider"] = {}
 
 
 def is_collider(obj) -> bool:
@@ -41,8 +40,13 @@ def world_mesh(obj, depsgraph):
     return vertices, triangles, normals, centres
 
 
-def scene_colliders(scene, depsgraph, exclude_uid: int):
-    """(core colliders for the cloth object `exclude_uid`, names of Collision objects without faces)."""
+def scene_colliders(scene, depsgraph, exclude_uid: int, kept: dict | None = None):
+    """(core colliders for the cloth object `exclude_uid`, names of Collision objects without faces).
+
+    kept: that cloth's MeshColliders from the frame before, by collider session_uid (updated in
+    place); without it every mesh collider is built anew.
+    """
+    kept = {} if kept is None else kept
     colliders, unsupported = [], []
     for obj in scene.objects:
         if obj.session_uid == exclude_uid or not is_collider(obj) or not obj.visible_get():
@@ -57,16 +61,15 @@ def scene_colliders(scene, depsgraph, exclude_uid: int):
         if ball is not None:
             colliders.append(core.SphereCollider(*ball, thickness=thickness, friction=friction))
             continue
-        colliders.append(_mesh_collider((exclude_uid, obj.session_uid), vertices, triangles,
-                                        thickness, friction))
+        colliders.append(_mesh_collider(kept, obj.session_uid, vertices, triangles, thickness, friction))
     return colliders, unsupported
 
 
 def sphere_of(vertices: np.ndarray, centres: np.ndarray):
     """(centre (3,), radius m) when a mesh is a sphere to within its faceting, else None.
 
-    A UV or ico sphere then collides as the exact ball through its vertices: 0.6 ms a frame
-    against 60 ms as a general mesh at 50 x 50, and no facets to catch on. All vertices must be
+    A UV or ico sphere then collides as the exact ball through its vertices: far cheaper than a
+    general mesh (no triangle queries), and no facets to catch on. All vertices must be
     at one distance from their mean, and every face centre nearly as far (which a cube, whose
     corners are equidistant too, is not).
     """
@@ -82,60 +85,17 @@ def sphere_of(vertices: np.ndarray, centres: np.ndarray):
     return centre, float(radius)
 
 
-def _mesh_collider(key, vertices, triangles, thickness, friction):
-    """The pair's MeshCollider, moved to `vertices`; rebuilt only when the topology changed.
+def _mesh_collider(kept: dict, key: int, vertices, triangles, thickness, friction):
+    """kept[key], moved to `vertices`; rebuilt only when the topology changed.
 
     One per cloth object: a collider remembers where the last step saw it, and two cloths
     stepping in turn must each see the collider's whole motion.
     """
-    collider = _mesh_colliders.get(key)
+    collider = kept.get(key)
     if (collider is None or collider.triangles.shape != triangles.shape
             or len(collider.vertices) != len(vertices) or not np.array_equal(collider.triangles, triangles)):
-        collider = _mesh_colliders[key] = core.MeshCollider(vertices, triangles, thickness=thickness,
-                                                            friction=friction)
+        collider = kept[key] = core.MeshCollider(vertices, triangles, thickness=thickness, friction=friction)
     else:
         collider.update(vertices)
         collider.thickness, collider.friction = thickness, friction
     return collider
-
-
-def forget(cloth_uid: int) -> None:
-    """Drop the colliders kept for one cloth object (its simulation was discarded)."""
-    for key in [key for key in _mesh_colliders if key[0] == cloth_uid]:
-        del _mesh_colliders[key]
-
-
-def clear():
-    _mesh_colliders.clear()
-
-
-def scene_signature(scene, depsgraph, exclude_uid: int) -> tuple:
-    """What colliders and wind fields look like now (transforms and settings), to detect changes.
-
-    A collider that deforms without moving (an armature, say) is not seen; Reset rebuilds then.
-    """
-    parts = []
-    for obj in scene.objects:
-        if obj.session_uid == exclude_uid:
-            continue
-        if is_collider(obj) or (obj.field is not None and obj.field.type == "WIND"):
-            matrix = obj.evaluated_get(depsgraph).matrix_world
-            settings = (obj.collision.thickness_outer, obj.collision.cloth_friction) if is_collider(obj) \
-                else (obj.field.strength,)
-            parts.append((obj.name, obj.visible_get(), tuple(matrix.col[3]) + tuple(matrix.col[2]),
-                          tuple(matrix.col[0]) + tuple(matrix.col[1]), settings))
-    return tuple(parts)
-
-
-def scene_wind(scene) -> np.ndarray:
-    """(3,) m/s: the sum of visible Wind fields, each its strength along its object's Z axis."""
-    wind = np.zeros(3)
-    for obj in scene.objects:
-        field = obj.field
-        if field is None or field.type != "WIND" or not obj.visible_get():
-            continue
-        axis = np.array(obj.matrix_world.col[2][:3], dtype=np.float64)
-        length = np.linalg.norm(axis)
-        if length > 0.0:
-            wind += field.strength * axis / length
-    return wind

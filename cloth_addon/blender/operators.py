@@ -1,46 +1,101 @@
 """Operators bpy.ops.cloth_addon.*: gather the selection, call the core, write back, report.
 
-They act on the selected objects (or the active one when nothing is selected), skip what they
-cannot use with a warning, and cancel with an error instead of raising.
+They act on the selected objects (or the active one when nothing is selected). `poll` greys a
+button out while nothing selected fits, and says why in its tooltip; objects that fit but
+cannot be used are skipped with a warning, and an operator with nothing left cancels with an
+error instead of raising.
 """
 
 import bpy
 from bpy.props import EnumProperty
 
-from . import bake, mesh_io, presets, session, tearing
+from . import bake, ids, mesh_io, playback, presets, selection, store, tearing
 
 
-def _targets(context):
-    selected = list(context.selected_objects or ())
-    if not selected and context.active_object is not None:
-        selected = [context.active_object]
-    return selected
+def is_mesh(obj) -> bool:
+    return obj.type == "MESH"
 
 
-def _cloth_targets(context):
-    return [obj for obj in _targets(context) if obj.type == "MESH" and obj.cloth_addon.enabled]
+def is_cloth(obj) -> bool:
+    return obj.type == "MESH" and obj.cloth_addon.enabled
 
 
-def _refresh(context, obj) -> None:
-    """Show the live simulation at the current frame (writes the ClothSim key)."""
-    session.update_object(obj, context.scene, context.evaluated_depsgraph_get())
+def is_baked(obj) -> bool:
+    return obj.type == "MESH" and obj.cloth_addon.is_baked
 
 
-class CLOTH_ADDON_OT_make_cloth(bpy.types.Operator):
-    """Simulate the selected meshes as cloth (adds a ClothSim shape key; the mesh stays untouched)"""
+class SelectionOperator:
+    """Acts on the selected objects that `fits`; `wanted` says which in the poll message."""
 
-    bl_idname = "cloth_addon.make_cloth"
-    bl_label = "Make Cloth"
     bl_options = {"REGISTER", "UNDO"}
+    fits = staticmethod(is_mesh)
+    wanted = "a mesh object"
+
+    @classmethod
+    def targets(cls, context) -> list:
+        return [obj for obj in selection.targets(context) if cls.fits(obj)]
+
+    @classmethod
+    def poll(cls, context):
+        if cls.targets(context):
+            return True
+        cls.poll_message_set(f"Select {cls.wanted}")
+        return False
+
+    def gather(self, context) -> list:
+        """The objects to act on; reports why when there are none (the context changed after poll)."""
+        objects = self.targets(context)
+        if not objects:
+            self.report({"ERROR"}, f"Select {self.wanted}")
+        return objects
 
     def execute(self, context):
-        objects = _targets(context)
-        if not objects:
-            self.report({"ERROR"}, "Select a mesh object to make cloth")
-            return {"CANCELLED"}
+        objects = self.gather(context)
+        return self.run(context, objects) if objects else {"CANCELLED"}
+
+    def run(self, context, objects) -> set:
+        raise NotImplementedError
+
+
+class ClothOperator(SelectionOperator):
+    """Acts on the selected objects that are cloth already."""
+
+    fits = staticmethod(is_cloth)
+    wanted = "a cloth object"
+
+
+def _names(objects) -> str:
+    return ", ".join(obj.name for obj in objects)
+
+
+def _rebuild(context, obj) -> None:
+    """A new simulation from the current mesh and settings, shown at the current frame."""
+    depsgraph = context.evaluated_depsgraph_get()
+    store.get(obj, context.scene, depsgraph, rebuild=True)
+    playback.update_object(obj, context.scene, depsgraph)
+
+
+def _unusable(obj) -> str:
+    """Why a mesh cannot become cloth, or "" when it can."""
+    if len(obj.data.vertices) == 0:
+        return "has no vertices"
+    if obj.mode == "EDIT":
+        return "is in Edit Mode"
+    if obj.data.shape_keys is not None and not obj.data.shape_keys.use_relative:
+        return "uses absolute shape keys"
+    return ""
+
+
+class CLOTH_ADDON_OT_make_cloth(SelectionOperator, bpy.types.Operator):
+    """Simulate the selected meshes as cloth (adds a ClothSim shape key; the mesh stays untouched)"""
+
+    bl_idname = ids.MAKE_CLOTH
+    bl_label = "Make Cloth"
+
+    def run(self, context, objects):
         made, skipped = [], []
         for obj in objects:
-            why = self._unusable(obj)
+            why = _unusable(obj)
             if why:
                 skipped.append(f"{obj.name} {why}")
                 continue
@@ -51,8 +106,7 @@ class CLOTH_ADDON_OT_make_cloth(bpy.types.Operator):
             props.added_basis = props.added_basis or added_basis
             props.enabled = True
             try:
-                session.get(obj, context.scene, context.evaluated_depsgraph_get(), rebuild=True)
-                _refresh(context, obj)
+                _rebuild(context, obj)
             except Exception as error:  # the core's message is the user's best hint; never raise
                 _strip(obj)
                 skipped.append(f"{obj.name}: {error}")
@@ -65,18 +119,6 @@ class CLOTH_ADDON_OT_make_cloth(bpy.types.Operator):
             return {"CANCELLED"}
         self.report({"INFO"}, f"Made cloth: {', '.join(made)}")
         return {"FINISHED"}
-
-    @staticmethod
-    def _unusable(obj) -> str:
-        if obj.type != "MESH":
-            return "is not a mesh"
-        if len(obj.data.vertices) == 0:
-            return "has no vertices"
-        if obj.mode == "EDIT":
-            return "is in Edit Mode"
-        if obj.data.shape_keys is not None and not obj.data.shape_keys.use_relative:
-            return "uses absolute shape keys"
-        return ""
 
 
 def _strip(obj) -> None:
@@ -92,44 +134,34 @@ def _strip(obj) -> None:
         obj.shape_key_clear()
     props.added_basis = False
     props.enabled = False
-    session.discard(obj.session_uid)
+    store.discard(obj.session_uid)
     obj.data.update_tag()
 
 
-class CLOTH_ADDON_OT_remove_cloth(bpy.types.Operator):
+class CLOTH_ADDON_OT_remove_cloth(ClothOperator, bpy.types.Operator):
     """Stop simulating the selected objects and remove everything the cloth added"""
 
-    bl_idname = "cloth_addon.remove_cloth"
+    bl_idname = ids.REMOVE_CLOTH
     bl_label = "Remove Cloth"
-    bl_options = {"REGISTER", "UNDO"}
 
-    def execute(self, context):
-        objects = _cloth_targets(context)
-        if not objects:
-            self.report({"ERROR"}, "No selected object is cloth")
-            return {"CANCELLED"}
+    def run(self, context, objects):
         for obj in objects:
             _strip(obj)
-        self.report({"INFO"}, f"Removed cloth from {', '.join(obj.name for obj in objects)}")
+        self.report({"INFO"}, f"Removed cloth from {_names(objects)}")
         return {"FINISHED"}
 
 
-class CLOTH_ADDON_OT_reset(bpy.types.Operator):
+class CLOTH_ADDON_OT_reset(ClothOperator, bpy.types.Operator):
     """Forget the computed frames and rebuild the simulation from the current settings and mesh"""
 
-    bl_idname = "cloth_addon.reset"
+    bl_idname = ids.RESET
     bl_label = "Reset Simulation"
     bl_options = {"REGISTER"}
 
-    def execute(self, context):
-        objects = _cloth_targets(context)
-        if not objects:
-            self.report({"ERROR"}, "No selected object is cloth")
-            return {"CANCELLED"}
+    def run(self, context, objects):
         for obj in objects:
             try:
-                session.get(obj, context.scene, context.evaluated_depsgraph_get(), rebuild=True)
-                _refresh(context, obj)
+                _rebuild(context, obj)
             except Exception as error:
                 self.report({"ERROR"}, f"{obj.name}: {error}")
                 return {"CANCELLED"}
@@ -137,29 +169,23 @@ class CLOTH_ADDON_OT_reset(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class CLOTH_ADDON_OT_bake(bpy.types.Operator):
+class CLOTH_ADDON_OT_bake(ClothOperator, bpy.types.Operator):
     """Bake the selected cloth objects' frame range to shape keys or a PC2 cache (Esc cancels)"""
 
-    bl_idname = "cloth_addon.bake"
+    bl_idname = ids.BAKE
     bl_label = "Bake"
-    bl_options = {"REGISTER", "UNDO"}
-
     _baker = None
     _timer = None
 
-    def _start(self, context):
-        objects = _cloth_targets(context)
-        if not objects:
-            self.report({"ERROR"}, "No selected object is cloth")
-            return None
+    def _start(self, context, objects):
         try:
             return bake.Baker(context, objects)
         except bake.BakeError as error:
             self.report({"ERROR"}, str(error))
             return None
 
-    def execute(self, context):
-        baker = self._start(context)
+    def run(self, context, objects):
+        baker = self._start(context, objects)
         if baker is None:
             return {"CANCELLED"}
         try:
@@ -176,7 +202,8 @@ class CLOTH_ADDON_OT_bake(bpy.types.Operator):
     def invoke(self, context, event):
         if bpy.app.background:
             return self.execute(context)
-        self._baker = self._start(context)
+        objects = self.gather(context)
+        self._baker = self._start(context, objects) if objects else None
         if self._baker is None:
             return {"CANCELLED"}
         wm = context.window_manager
@@ -214,39 +241,32 @@ class CLOTH_ADDON_OT_bake(bpy.types.Operator):
         wm.progress_end()
 
 
-class CLOTH_ADDON_OT_free_bake(bpy.types.Operator):
+class CLOTH_ADDON_OT_free_bake(SelectionOperator, bpy.types.Operator):
     """Remove every shape key, keyframe, file and modifier the bake added"""
 
-    bl_idname = "cloth_addon.free_bake"
+    bl_idname = ids.FREE_BAKE
     bl_label = "Free Bake"
-    bl_options = {"REGISTER", "UNDO"}
+    fits = staticmethod(is_baked)
+    wanted = "a baked cloth object"
 
-    def execute(self, context):
-        freed = [obj for obj in _targets(context) if obj.type == "MESH" and bake.free(obj)]
-        if not freed:
-            self.report({"ERROR"}, "No selected object has a bake")
-            return {"CANCELLED"}
-        for obj in freed:
+    def run(self, context, objects):
+        for obj in objects:
+            bake.free(obj)
             if obj.cloth_addon.enabled:
-                _refresh(context, obj)
-        self.report({"INFO"}, f"Freed the bake of {', '.join(obj.name for obj in freed)}")
+                playback.update_object(obj, context.scene, context.evaluated_depsgraph_get())
+        self.report({"INFO"}, f"Freed the bake of {_names(objects)}")
         return {"FINISHED"}
 
 
-class CLOTH_ADDON_OT_apply_preset(bpy.types.Operator):
+class CLOTH_ADDON_OT_apply_preset(SelectionOperator, bpy.types.Operator):
     """Set density, stiffness and damping to a typical fabric"""
 
-    bl_idname = "cloth_addon.apply_preset"
+    bl_idname = ids.APPLY_PRESET
     bl_label = "Apply Cloth Preset"
-    bl_options = {"REGISTER", "UNDO"}
 
     preset: EnumProperty(name="Preset", items=presets.PRESET_ITEMS)
 
-    def execute(self, context):
-        objects = [obj for obj in _targets(context) if obj.type == "MESH"]
-        if not objects:
-            self.report({"ERROR"}, "Select a mesh object")
-            return {"CANCELLED"}
+    def run(self, context, objects):
         for obj in objects:
             presets.apply(obj.cloth_addon, self.preset)
         self.report({"INFO"}, f"Applied {self.preset.title()} to {len(objects)} object(s)")

@@ -1,20 +1,32 @@
-"""Physics-tab panels, laid out like Blender's own Cloth panels."""
+"""Physics-tab panels, nested like Blender's own Cloth panels (properties_physics_cloth.py).
+
+    Cloth (numpy)                 make / remove / reset, solver, iterations, substeps
+      Physical Properties         density, air drag
+        Stiffness                 stretch, shear, bending
+        Damping
+      Shape                       pin group, pin stiffness (greyed without a pin group)
+      Collisions                  distance, friction, colliders it cannot use
+        Self Collision   [x]      distance (greyed while off)
+      Tearing            [x]      tear factor (greyed while off)
+      Wind
+      Cache / Bake                frame range, target, Bake / Free Bake
+"""
 
 import bpy
 
-from . import presets, session
+from . import ids, presets, store
 
 SUPPORTED_COLLIDERS = "Colliders: every Collision object's mesh (any shape, moving or deforming)"
 
 
 class CLOTH_ADDON_MT_presets(bpy.types.Menu):
-    bl_idname = "CLOTH_ADDON_MT_presets"
+    bl_idname = ids.PRESETS_MENU
     bl_label = "Cloth Presets"
 
     def draw(self, context):
         layout = self.layout
         for identifier, name, _ in presets.PRESET_ITEMS:
-            layout.operator("cloth_addon.apply_preset", text=name).preset = identifier
+            layout.operator(ids.APPLY_PRESET, text=name).preset = identifier
 
 
 class PhysicsPanel:
@@ -29,7 +41,9 @@ class PhysicsPanel:
 
 
 class ClothSubPanel(PhysicsPanel):
-    bl_parent_id = "CLOTH_ADDON_PT_cloth"
+    """A sub-panel of a cloth object; its settings are read-only while the object is baked."""
+
+    bl_parent_id = ids.CLOTH_PANEL
     bl_options = {"DEFAULT_CLOSED"}
 
     @classmethod
@@ -45,23 +59,24 @@ class ClothSubPanel(PhysicsPanel):
 
 
 class CLOTH_ADDON_PT_cloth(PhysicsPanel, bpy.types.Panel):
+    bl_idname = ids.CLOTH_PANEL
     bl_label = "Cloth (numpy)"
 
     def draw_header_preset(self, context):
         if context.object.cloth_addon.enabled:
-            self.layout.menu(CLOTH_ADDON_MT_presets.bl_idname, text="Presets", icon="PRESET")
+            self.layout.menu(ids.PRESETS_MENU, text="Presets", icon="PRESET")
 
     def draw(self, context):
         layout = self.layout
         obj = context.object
         props = obj.cloth_addon
         if not props.enabled:
-            layout.operator("cloth_addon.make_cloth", icon="MOD_CLOTH")
+            layout.operator(ids.MAKE_CLOTH, icon="MOD_CLOTH")
             return
         row = layout.row(align=True)
-        row.operator("cloth_addon.remove_cloth", icon="X")
-        row.operator("cloth_addon.reset", icon="FILE_REFRESH")
-        error = session.errors.get(obj.session_uid)
+        row.operator(ids.REMOVE_CLOTH, icon="X")
+        row.operator(ids.RESET, icon="FILE_REFRESH")
+        error = store.errors.get(obj.session_uid)
         if error:
             layout.label(text=error, icon="ERROR")
         layout.use_property_split = True
@@ -72,6 +87,7 @@ class CLOTH_ADDON_PT_cloth(PhysicsPanel, bpy.types.Panel):
 
 
 class CLOTH_ADDON_PT_physical(ClothSubPanel, bpy.types.Panel):
+    bl_idname = ids.PHYSICAL_PANEL
     bl_label = "Physical Properties"
     bl_options = set()
 
@@ -81,6 +97,8 @@ class CLOTH_ADDON_PT_physical(ClothSubPanel, bpy.types.Panel):
 
 
 class CLOTH_ADDON_PT_stiffness(ClothSubPanel, bpy.types.Panel):
+    bl_idname = ids.STIFFNESS_PANEL
+    bl_parent_id = ids.PHYSICAL_PANEL
     bl_label = "Stiffness (N/m)"
 
     def draw_settings(self, layout, props, obj):
@@ -91,6 +109,8 @@ class CLOTH_ADDON_PT_stiffness(ClothSubPanel, bpy.types.Panel):
 
 
 class CLOTH_ADDON_PT_damping(ClothSubPanel, bpy.types.Panel):
+    bl_idname = ids.DAMPING_PANEL
+    bl_parent_id = ids.PHYSICAL_PANEL
     bl_label = "Damping"
 
     def draw_settings(self, layout, props, obj):
@@ -98,23 +118,27 @@ class CLOTH_ADDON_PT_damping(ClothSubPanel, bpy.types.Panel):
 
 
 class CLOTH_ADDON_PT_shape(ClothSubPanel, bpy.types.Panel):
+    bl_idname = ids.SHAPE_PANEL
     bl_label = "Shape"
 
     def draw_settings(self, layout, props, obj):
         layout.prop_search(props, "pin_group", obj, "vertex_groups", text="Pin Group")
-        layout.prop(props, "pin_stiffness")
+        sub = layout.column()
+        sub.active = props.pin_group in obj.vertex_groups  # nothing is pinned without the group
+        sub.prop(props, "pin_stiffness")
 
 
 class CLOTH_ADDON_PT_collisions(ClothSubPanel, bpy.types.Panel):
+    bl_idname = ids.COLLISIONS_PANEL
     bl_label = "Collisions"
 
     def draw_settings(self, layout, props, obj):
         layout.prop(props, "collision_distance")
         layout.prop(props, "friction")
         layout.label(text=SUPPORTED_COLLIDERS, icon="INFO")
-        missing = session.unsupported.get(obj.session_uid)
-        if missing:
-            layout.label(text="Ignored (no faces): " + ", ".join(missing), icon="ERROR")
+        live = store.find(obj.session_uid)
+        if live is not None and live.unsupported:
+            layout.label(text="Ignored (no faces): " + ", ".join(live.unsupported), icon="ERROR")
 
 
 class ToggledSubPanel(ClothSubPanel):
@@ -123,7 +147,9 @@ class ToggledSubPanel(ClothSubPanel):
     toggle = setting = ""
 
     def draw_header(self, context):
-        self.layout.prop(context.object.cloth_addon, self.toggle, text="")
+        props = context.object.cloth_addon
+        self.layout.enabled = not props.is_baked
+        self.layout.prop(props, self.toggle, text="")
 
     def draw_settings(self, layout, props, obj):
         layout.active = getattr(props, self.toggle)
@@ -131,16 +157,20 @@ class ToggledSubPanel(ClothSubPanel):
 
 
 class CLOTH_ADDON_PT_self_collision(ToggledSubPanel, bpy.types.Panel):
+    bl_idname = ids.SELF_COLLISION_PANEL
+    bl_parent_id = ids.COLLISIONS_PANEL
     bl_label = "Self Collision"
     toggle, setting = "use_self_collision", "self_distance"
 
 
 class CLOTH_ADDON_PT_tearing(ToggledSubPanel, bpy.types.Panel):
+    bl_idname = ids.TEARING_PANEL
     bl_label = "Tearing"
     toggle, setting = "use_tearing", "tear_factor"
 
 
 class CLOTH_ADDON_PT_wind(ClothSubPanel, bpy.types.Panel):
+    bl_idname = ids.WIND_PANEL
     bl_label = "Wind"
 
     def draw_settings(self, layout, props, obj):
@@ -149,6 +179,7 @@ class CLOTH_ADDON_PT_wind(ClothSubPanel, bpy.types.Panel):
 
 
 class CLOTH_ADDON_PT_cache(ClothSubPanel, bpy.types.Panel):
+    bl_idname = ids.CACHE_PANEL
     bl_label = "Cache / Bake"
     bl_options = set()
 
@@ -166,11 +197,12 @@ class CLOTH_ADDON_PT_cache(ClothSubPanel, bpy.types.Panel):
             settings.prop(props, "cache_directory")
         row = layout.row(align=True)
         if props.is_baked:
-            row.operator("cloth_addon.free_bake", icon="TRASH")
+            row.operator(ids.FREE_BAKE, icon="TRASH")
         else:
-            row.operator("cloth_addon.bake", icon="REC")
+            row.operator(ids.BAKE, icon="REC")
 
 
+# Parents before their sub-panels: Blender needs a parent registered first.
 CLASSES = (CLOTH_ADDON_MT_presets, CLOTH_ADDON_PT_cloth, CLOTH_ADDON_PT_physical, CLOTH_ADDON_PT_stiffness,
            CLOTH_ADDON_PT_damping, CLOTH_ADDON_PT_shape, CLOTH_ADDON_PT_collisions,
            CLOTH_ADDON_PT_self_collision, CLOTH_ADDON_PT_tearing, CLOTH_ADDON_PT_wind, CLOTH_ADDON_PT_cache)

@@ -10,14 +10,14 @@ from bpy.props import (
     StringProperty,
 )
 
-from . import session
+from . import store
 
 
 def _invalidate(self, context):
     """Any edit makes the cached simulation stale: rebuild it on the next frame."""
     obj = self.id_data
     if obj is not None:
-        session.discard(obj.session_uid)
+        store.discard(obj.session_uid)
 
 
 def _frame_range_changed(self, context):

@@ -2,7 +2,7 @@
 
 import bpy
 
-from . import handlers, mesh_io, operators, panels, properties, session
+from . import handlers, mesh_io, operators, panels, properties, store
 
 
 def register():
@@ -14,7 +14,7 @@ def register():
 
 def unregister():
     handlers.unregister()
-    session.clear()
+    store.clear()
     # Without the add-on nothing updates the ClothSim keys: mute them so that every cloth object
     # shows its own mesh again (the handler unmutes a key when it next writes it).
     for obj in bpy.data.objects:

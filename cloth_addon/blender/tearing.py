@@ -14,6 +14,9 @@ the same positions from the keys, so the cut is invisible until the cloth parts 
 import bpy
 import numpy as np
 
+from ..core.topology import pair_keys
+from . import mesh_io
+
 ATTRIBUTE = "cloth_addon_torn"
 MODIFIER = "ClothTear"
 NODE_GROUP = "ClothAddon Tear"
@@ -42,17 +45,15 @@ def _node_group():
 
 def _edge_springs(live, mesh) -> np.ndarray:
     """(e,) int64: for each mesh edge, its spring in the live simulation, or -1."""
-    cached = getattr(live, "tear_edge_springs", None)
+    cached = live.tear_edge_springs
     if cached is not None and len(cached) == len(mesh.edges):
         return cached
     n = live.sim.model.n_particles
-    edges = np.empty(len(mesh.edges) * 2, dtype=np.int32)
-    mesh.edges.foreach_get("vertices", edges)
-    edges = edges.reshape(-1, 2).astype(np.int64)
     springs = live.sim.model.spring_indices
-    spring_keys = np.minimum(springs[:, 0], springs[:, 1]) * n + np.maximum(springs[:, 0], springs[:, 1])
+    spring_keys = pair_keys(springs[:, 0], springs[:, 1], n)
     order = np.argsort(spring_keys)
-    keys = np.minimum(edges[:, 0], edges[:, 1]) * n + np.maximum(edges[:, 0], edges[:, 1])
+    edges = mesh_io.read_edges(mesh)
+    keys = pair_keys(edges[:, 0], edges[:, 1], n)
     pos = np.minimum(np.searchsorted(spring_keys[order], keys), len(order) - 1)
     found = spring_keys[order][pos] == keys
     live.tear_edge_springs = np.where(found, order[pos], -1)
@@ -62,7 +63,7 @@ def _edge_springs(live, mesh) -> np.ndarray:
 def show(obj, live, frame: int) -> None:
     """Split the object's edges torn by `frame` in the live simulation `live` (a ClothSession)."""
     torn = live.sim.torn
-    first = getattr(live, "tear_frame", None)
+    first = live.tear_frame
     if first is None or len(first) != len(torn):
         first = np.full(len(torn), _NEVER, dtype=np.int64)
     first[~torn] = _NEVER  # the simulation was reset

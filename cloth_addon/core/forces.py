@@ -11,7 +11,7 @@ def aerodynamic_forces(positions, velocities, faces, triangles, wind, air_drag):
     """(n, 3) N and (n,) 1/s: aerodynamic forces and how fast they can change a velocity.
 
     Per face c * A * ((wind - v_face) . n) n, shared equally by its k corners. Only the
-    velocity normal to the cloth counts (seed 000 section 8), so a sheet falls flat slowly
+    velocity normal to the cloth counts (docs/PHYSICS.md §7), so a sheet falls flat slowly
     but slides edge-on freely, and the wind pushes a sail, not a cloth lying along it.
     Sharing per face like the mass (density * A / k per corner) gives every particle of a
     flat sheet the same force per mass, so drag alone does not bend it. A face's normal and

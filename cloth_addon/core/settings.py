@@ -32,7 +32,8 @@ class Settings:
     """Everything that configures a simulation. Invalid values raise ValueError naming the field.
 
     solver:            "fast_mass_spring" (implicit Euler, Liu et al. 2013), "verlet"
-                       (Verlet + Jakobsen/XPBD relaxation, seed 000) or "newton" (reference).
+                       (Verlet + Jakobsen/XPBD relaxation) or "newton" (reference); see
+                       docs/PHYSICS.md.
     dt:                frame length, s (1/24 for 24 fps). `Simulation.step(1)` advances dt.
     substeps:          solver steps per frame (h = dt / substeps), >= 1.
     iterations:        relaxation passes (verlet) or local/global iterations (fast_mass_spring)
@@ -44,9 +45,9 @@ class Settings:
     shear_stiffness:   N/m, quad diagonals and n-gon chords.
     bend_stiffness:    N/m, springs across each interior edge (skip-one springs on a grid).
                        `math.inf` on any kind makes it a rigid constraint for the verlet solver
-                       (exactly the seed's Jakobsen projection); the implicit solvers need finite values.
-    damping:           fraction of velocity removed per frame, in [0, 1). The seed's factor
-                       0.99 per step is damping=0.01 at one substep.
+                       (exactly Jakobsen's projection); the implicit solvers need finite values.
+    damping:           fraction of velocity removed per frame, in [0, 1). A velocity factor
+                       of 0.99 per step is damping=0.01 at one substep.
     air_drag:          kg/(m^2 s): force per unit area per m/s of velocity normal to the cloth,
                        relative to the wind. Also what couples the cloth to the wind.
     wind:              (3,) m/s, wind velocity in world space.

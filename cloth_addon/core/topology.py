@@ -1,4 +1,4 @@
-"""Mesh topology to springs, lumped masses and triangles (REFERENCE.md section 1).
+"""Mesh topology to springs, lumped masses and triangles (docs/PHYSICS.md §1, §2).
 
 Faces are held like Blender's loops: one flat array of corner vertex indices (`corners`)
 plus the first corner of every face (`face_start`) and its size (`face_size`). Every
@@ -108,8 +108,10 @@ def _check_distinct_corners(faces: Faces) -> None:
 
 
 def pair_keys(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """(k,) int64 key min * n + max of each unordered pair (a[i], b[i]) of particles below n:
+    equal for (a, b) and (b, a), and key // n, key % n give the sorted pair back."""
     lo, hi = np.minimum(a, b), np.maximum(a, b)
-    return lo * n + hi
+    return lo.astype(np.int64) * n + hi
 
 
 def _unique_pairs(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
@@ -151,7 +153,7 @@ def bend_pairs(faces: Faces, n: int) -> np.ndarray:
 
     For edge (u, w) between faces A and B, join u's other neighbour in A with u's other
     neighbour in B, and the same for w. For two triangles both pairs are the two opposite
-    vertices; on a quad grid they are the seed's skip-one springs:
+    vertices; on a quad grid they are the classic skip-one springs:
 
         a_u - u - b_u          a_u, b_u: u's neighbours in A and B off the edge
          |  A |  B |
@@ -188,7 +190,7 @@ def build_springs(faces: Faces, n: int, edges: np.ndarray | None = None):
     taken = np.zeros(0, dtype=np.int64)
     pairs, kinds = [], []
     for kind, group in enumerate(groups):
-        keys = group[:, 0] * n + group[:, 1]
+        keys = pair_keys(group[:, 0], group[:, 1], n)
         fresh = ~np.isin(keys, taken)
         pairs.append(group[fresh])
         kinds.append(np.full(int(fresh.sum()), kind, dtype=np.int8))

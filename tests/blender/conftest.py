@@ -18,6 +18,7 @@ if str(ROOT) not in sys.path:
 
 import cloth_addon  # noqa: E402
 from cloth_addon.blender import mesh_io  # noqa: E402
+from cloth_addon.blender.selection import select_only  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -48,13 +49,6 @@ def pin(obj, indices, name="Pins"):
     group.add([int(i) for i in indices], 1.0, "REPLACE")
     obj.cloth_addon.pin_group = name
     return group
-
-
-def select_only(obj):
-    for other in bpy.context.view_layer.objects:
-        other.select_set(False)
-    obj.select_set(True)
-    bpy.context.view_layer.objects.active = obj
 
 
 def make_cloth(obj, solver="FAST_MASS_SPRING", **settings):

@@ -8,6 +8,7 @@ import pytest
 from conftest import evaluated_local, make_cloth, make_grid, pin, play, raw_key, select_only
 
 from cloth_addon.blender import bake, mesh_io
+from cloth_addon.core.pc2 import read_pc2
 
 FIRST, LAST = 1, 8
 
@@ -74,7 +75,7 @@ def test_bake_to_pc2_plays_the_same_positions(scene, cloth, tmp_path):
     live = live_frames(scene, cloth)
     assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
     path = tmp_path / "Cloth.pc2"
-    samples = bake.read_pc2(str(path))
+    samples = read_pc2(str(path))
     assert samples.shape == (LAST - FIRST + 1, len(cloth.data.vertices), 3)
     modifier = cloth.modifiers[0]
     assert modifier.type == "MESH_CACHE" and modifier.cache_format == "PC2"

@@ -6,7 +6,7 @@ import pytest
 from conftest import evaluated_world, make_cloth, make_grid, play
 
 from cloth_addon import core
-from cloth_addon.blender import colliders, session
+from cloth_addon.blender import colliders, store
 
 
 def _collision(obj):
@@ -30,7 +30,7 @@ def test_a_box_collider_holds_the_cloth_as_a_mesh(scene):
     assert not _inside_or_closer(box, world, reach)
     assert world[:, 2].max() > 0.55, "the cloth rests on the box"
     assert world[:, 2].min() < 0.45, "and hangs down its sides"
-    assert session.unsupported[obj.session_uid] == []
+    assert store.find(obj.session_uid).unsupported == []
 
 
 def test_a_fast_animated_plane_does_not_tunnel_and_is_updated_not_rebuilt(scene):
@@ -47,12 +47,12 @@ def test_a_fast_animated_plane_does_not_tunnel_and_is_updated_not_rebuilt(scene)
     scene.frame_set(1)
     obj = make_cloth(make_grid(cuts=6, size=0.6, location=(0, 0, 0.0)))
     scene.frame_set(2)
-    first = colliders._mesh_colliders[(obj.session_uid, plane.session_uid)]
+    first = store.find(obj.session_uid).mesh_colliders[plane.session_uid]
     for frame in range(3, 8):
         scene.frame_set(frame)
         plane_z = plane.matrix_world.translation.z
         assert evaluated_world(obj)[:, 2].min() >= plane_z + obj.cloth_addon.collision_distance - 1e-4, frame
-    assert colliders._mesh_colliders[(obj.session_uid, plane.session_uid)] is first
+    assert store.find(obj.session_uid).mesh_colliders[plane.session_uid] is first
 
 
 def test_a_deforming_collider_is_read_every_frame(scene):
@@ -74,13 +74,13 @@ def test_a_deforming_collider_is_read_every_frame(scene):
 
 def test_self_collision_settings_drive_the_core(scene):
     obj = make_cloth(make_grid(), use_self_collision=True, self_distance=0.02, collision_distance=0.005)
-    sim = session._sessions[obj.session_uid].sim
+    sim = store.find(obj.session_uid).sim
     assert sim.settings.self_collision and sim.settings.self_collision_distance == np.float32(0.02)
     assert abs(sim.settings.collision_distance - 0.005) < 1e-7
     obj.cloth_addon.use_self_collision = False
     obj.cloth_addon.self_distance = 0.0  # automatic: half the median edge length
     play(scene, 2)
-    sim = session._sessions[obj.session_uid].sim
+    sim = store.find(obj.session_uid).sim
     assert not sim.settings.self_collision and sim.settings.self_collision_distance is None
     assert sim.self_collision_distance == pytest.approx(0.5 * sim.model.median_edge_length)
     assert abs(sim.settings.collision_distance - 0.005) < 1e-7

@@ -5,9 +5,9 @@ Background Blender has no UI to draw into, so this is how the panels' code paths
 
 import bpy
 import pytest
-from conftest import make_cloth, make_grid
+from conftest import make_cloth, make_grid, pin
 
-from cloth_addon.blender import panels, session
+from cloth_addon.blender import panels, store
 
 ICONS = set(bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys())
 
@@ -15,16 +15,20 @@ ICONS = set(bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum
 class RecordingLayout:
     """Stands in for bpy.types.UILayout: checks what is drawn and records it."""
 
-    def __init__(self, log):
-        self.log = log
+    def __init__(self, log, parent=None):
+        self.log, self.parent = log, parent
         self.enabled = self.active = True
         self.use_property_split = self.use_property_decorate = False
 
     def _check_icon(self, icon):
         assert icon in ICONS, icon
 
+    def _greyed(self):
+        """Drawn inactive, as Blender does, when this layout or one it is inside is inactive."""
+        return not self.active or (self.parent is not None and self.parent._greyed())
+
     def row(self, **_):
-        return RecordingLayout(self.log)
+        return RecordingLayout(self.log, self)
 
     column = row
 
@@ -32,6 +36,8 @@ class RecordingLayout:
         assert name in data.bl_rna.properties, name
         self._check_icon(icon)
         self.log.append(("prop", name))
+        if self._greyed():
+            self.log.append(("greyed", name))
 
     def prop_search(self, data, name, search_data, search_name, text=None, **_):
         assert name in data.bl_rna.properties and search_name in search_data.bl_rna.properties
@@ -78,7 +84,7 @@ def test_every_panel_draws_real_properties_and_operators(scene, baked):
     make_cloth(obj)
     if baked:
         bpy.ops.cloth_addon.bake()
-    session.errors[obj.session_uid] = "something went wrong"
+    store.errors[obj.session_uid] = "something went wrong"
     drawn = []
     for cls in panels.CLASSES:
         if issubclass(cls, bpy.types.Panel):
@@ -96,3 +102,29 @@ def test_every_panel_draws_real_properties_and_operators(scene, baked):
     assert ("label", "something went wrong") in drawn
     assert ("label", panels.SUPPORTED_COLLIDERS) in drawn
     assert sum(entry == ("operator", "cloth_addon.apply_preset") for entry in drawn) == 5
+
+
+def test_sub_panels_nest_like_blenders_cloth(scene):
+    parents = {cls.bl_label: getattr(cls, "bl_parent_id", "") for cls in panels.CLASSES
+               if issubclass(cls, bpy.types.Panel)}
+    ids = {cls.bl_label: cls.bl_idname for cls in panels.CLASSES}
+    assert parents["Stiffness (N/m)"] == parents["Damping"] == ids["Physical Properties"]
+    assert parents["Self Collision"] == ids["Collisions"]
+    for label in ("Physical Properties", "Shape", "Collisions", "Tearing", "Wind", "Cache / Bake"):
+        assert parents[label] == ids["Cloth (numpy)"], label
+    for label in parents:  # registered under those ids, so Blender draws them nested
+        assert hasattr(bpy.types, ids[label]), label
+
+
+def test_dependents_are_greyed_until_their_switch_or_group_is_set(scene):
+    obj = make_cloth(make_grid())
+    greyed = lambda cls: {entry[1] for entry in draw(cls) if entry[0] == "greyed"}  # noqa: E731
+    assert greyed(panels.CLOTH_ADDON_PT_shape) == {"pin_stiffness"}
+    obj.cloth_addon.pin_group = "Pins"  # named, but no such group yet
+    assert greyed(panels.CLOTH_ADDON_PT_shape) == {"pin_stiffness"}
+    pin(obj, [0])
+    assert greyed(panels.CLOTH_ADDON_PT_shape) == set()
+    assert greyed(panels.CLOTH_ADDON_PT_self_collision) == {"self_distance"}
+    assert greyed(panels.CLOTH_ADDON_PT_tearing) == {"tear_factor"}
+    obj.cloth_addon.use_self_collision = obj.cloth_addon.use_tearing = True
+    assert greyed(panels.CLOTH_ADDON_PT_self_collision) == greyed(panels.CLOTH_ADDON_PT_tearing) == set()

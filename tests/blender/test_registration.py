@@ -4,7 +4,8 @@ import bpy
 import pytest
 from conftest import make_cloth, make_grid, select_only
 
-from cloth_addon.blender import handlers, presets, session
+from cloth_addon.blender import handlers, presets, store
+from cloth_addon.blender.settings import settings_from
 
 
 def _handler_count():
@@ -56,11 +57,12 @@ def _cancelled_with(message, op):
     assert "Traceback" not in str(caught.value)
 
 
-def test_make_cloth_skips_non_mesh_and_empty_mesh_without_raising(scene):
+def test_make_cloth_greys_out_without_a_mesh_and_skips_an_empty_mesh(scene):
     bpy.ops.object.empty_add()
     empty = bpy.context.active_object
     select_only(empty)
-    _cancelled_with("not a mesh", bpy.ops.cloth_addon.make_cloth)
+    assert not bpy.ops.cloth_addon.make_cloth.poll()
+    _cancelled_with("Select a mesh object", bpy.ops.cloth_addon.make_cloth)
     mesh_obj = bpy.data.objects.new("Empty mesh", bpy.data.meshes.new("Empty mesh"))
     scene.collection.objects.link(mesh_obj)
     select_only(mesh_obj)
@@ -74,11 +76,28 @@ def test_make_cloth_skips_non_mesh_and_empty_mesh_without_raising(scene):
     assert mesh_obj.data.shape_keys is None
 
 
-def test_operators_cancel_on_nothing_to_do(scene):
-    select_only(make_grid())
-    for op in (bpy.ops.cloth_addon.remove_cloth, bpy.ops.cloth_addon.reset, bpy.ops.cloth_addon.bake):
-        _cancelled_with("No selected object is cloth", op)
-    _cancelled_with("No selected object has a bake", bpy.ops.cloth_addon.free_bake)
+def test_operators_grey_out_until_the_selection_fits(scene):
+    """Each button is available exactly when a selected object fits it (Blender greys out the rest)."""
+    ops = bpy.ops.cloth_addon
+
+    def available():
+        return {name for name in ("make_cloth", "remove_cloth", "reset", "bake", "free_bake", "apply_preset")
+                if getattr(ops, name).poll()}
+
+    bpy.ops.object.empty_add()
+    assert available() == set()
+    grid = make_grid()
+    select_only(grid)
+    assert available() == {"make_cloth", "apply_preset"}
+    for op in (ops.remove_cloth, ops.reset, ops.bake):
+        _cancelled_with("Select a cloth object", op)
+    _cancelled_with("Select a baked cloth object", ops.free_bake)
+    make_cloth(grid)
+    assert available() == {"make_cloth", "apply_preset", "remove_cloth", "reset", "bake"}
+    assert ops.bake() == {"FINISHED"}
+    assert available() == {"make_cloth", "apply_preset", "remove_cloth", "reset", "bake", "free_bake"}
+    grid.select_set(False)  # nothing selected: the active object still counts
+    assert "free_bake" in available()
 
 
 def test_pc2_bake_of_unsaved_file_without_folder_is_refused(scene):
@@ -94,21 +113,21 @@ def test_settings_reach_the_core(scene):
     props.solver, props.use_tearing, props.tear_factor = "VERLET", True, 1.7
     props.use_self_collision, props.self_distance, props.wind = True, 0.02, (1.0, 0.0, 0.0)
     scene.render.fps = 30
-    settings = session.settings_from(props, scene)
+    settings = settings_from(props, scene)
     assert settings.solver == "verlet" and settings.tear_factor == pytest.approx(1.7)
     assert settings.dt == pytest.approx(1 / 30) and settings.gravity == pytest.approx((0, 0, -9.81))
     assert settings.self_collision and settings.self_collision_distance == pytest.approx(0.02)
     assert settings.collision_distance == pytest.approx(props.collision_distance)
     assert settings.wind == pytest.approx((1.0, 0.0, 2.0))
     props.use_tearing = False
-    assert session.settings_from(props, scene).tear_factor is None
+    assert settings_from(props, scene).tear_factor is None
 
 
 def test_deleted_objects_are_forgotten(scene):
     obj = make_cloth(make_grid())
     scene.frame_set(3)
     uid = obj.session_uid
-    assert uid in session._sessions
+    assert uid in store.live_uids()
     bpy.data.objects.remove(obj)
     scene.frame_set(4)
-    assert uid not in session._sessions
+    assert uid not in store.live_uids()

@@ -1,10 +1,10 @@
-"""Spring topology, masses and triangles on small hand-made meshes (REFERENCE.md section 1)."""
+"""Spring topology, masses and triangles on small hand-made meshes (docs/PHYSICS.md §1, §2)."""
 
 import warnings
 
 import numpy as np
 import pytest
-from seed_port import seed_constraints
+from demo_port import demo_constraints
 
 from cloth_addon.core import Settings, build_model
 from cloth_addon.core.colouring import colour_springs
@@ -56,15 +56,15 @@ def test_pentagon_shear_is_every_chord():
     assert len(model.triangles) == 3
 
 
-def seed_springs(cols, rows):
-    """The seed's constraints as a set of sorted pairs."""
-    return {tuple(sorted(pair)) for pair in seed_constraints(cols, rows)}
+def demo_springs(cols, rows):
+    """The JavaScript demo's constraints as a set of sorted pairs."""
+    return {tuple(sorted(pair)) for pair in demo_constraints(cols, rows)}
 
 
-def test_grid_springs_equal_the_seeds(grid):
+def test_grid_springs_equal_the_demos(grid):
     v, f, _ = grid(7, 5)
     model = build_model(v, f, Settings())
-    assert {tuple(p) for p in model.spring_indices.tolist()} == seed_springs(7, 5)
+    assert {tuple(p) for p in model.spring_indices.tolist()} == demo_springs(7, 5)
     kinds = springs_by_kind(model)
     assert len(kinds[STRUCTURAL]) == 6 * 5 + 7 * 4
     assert len(kinds[SHEAR]) == 2 * 6 * 4

@@ -1,4 +1,4 @@
-"""Fast implicit mass-spring solver (Liu, O'Brien, Kavan 2013; REFERENCE.md section 3).
+"""Fast implicit mass-spring solver (Liu, Bargteil, O'Brien, Kavan 2013; docs/PHYSICS.md §4).
 
 Implicit Euler as a minimisation over the free particles x:
     g(x) = 1/2 (x - y)^T M (x - y) + h^2 E(x),   y = inertial prediction (gravity, wind, damping in it)
@@ -9,7 +9,7 @@ Block coordinate descent alternates
 Pinned particles are eliminated from the system (their rows and columns removed, their known
 positions moved to the right-hand side), so moving pins never refactors. Tearing changes L:
 the solver refactors once, lazily, on the next step. Chebyshev semi-iterative acceleration
-(Wang 2015) is applied on top of the plain iterates when Settings.chebyshev is on.
+(Wang 2015, docs/PHYSICS.md §5) is applied on top of the plain iterates when Settings.chebyshev is on.
 """
 
 import time
@@ -23,9 +23,9 @@ from .base import InertialSolver
 from .factor import factorize
 
 # Spectral-radius estimate for Chebyshev when the settings give none. `python build.py paper`
-# sweeps it on the paper's two scenes: after 10 iterations the error falls as rho rises to 0.95
-# (0.5: -25%/-8%, 0.9: -58%/-49%, 0.95: -63%/-69% against no acceleration) and rises again by
-# 0.99; too high a rho amplifies the slow modes instead of damping them.
+# sweeps it on the paper's two scenes (the README has the numbers): after 10 iterations the
+# error falls as rho rises to 0.95 and rises again by 0.99; too high a rho amplifies the slow
+# modes instead of damping them.
 DEFAULT_RHO = 0.95
 # Chebyshev starts after this many plain iterations. Where the first iterate is already the
 # answer (free fall, a cloth at rest) the plain iteration stays there and so does the
@@ -61,13 +61,14 @@ class FastMassSpringSolver(InertialSolver):
         self.rest = model.spring_rest_length
         self.active = np.ones(model.n_springs, dtype=bool)
         s = model.n_springs
-        # p_i1 - p_i2 as sparse products (4x faster than gathering rows), split so that the
-        # pinned particles' part is computed once per step, not once per iteration
+        # p_i1 - p_i2 as sparse products (one call instead of two row gathers and a
+        # subtraction), split so that the pinned particles' part is computed once per step,
+        # not once per iteration
         self.incidence = incidence = sp.csc_matrix(
             (np.repeat([1.0, -1.0], s), (np.tile(np.arange(s), 2), model.spring_indices.T.ravel())),
             shape=(s, model.n_particles))
-        # Iterations keep coordinates as rows, (3, f) and (3, s): element-wise work on long
-        # contiguous rows measured 3-4x faster than on (s, 3), and one block-diagonal
+        # Iterations keep coordinates as rows, (3, f) and (3, s): element-wise work runs on
+        # long contiguous rows instead of strided (s, 3) columns, and one block-diagonal
         # product handles x, y and z in a single call.
         self.incidence_free = MatVec(sp.block_diag([incidence[:, self.free]] * 3))
         self.incidence_pinned = incidence[:, model.pinned_indices].tocsr()
@@ -99,7 +100,7 @@ class FastMassSpringSolver(InertialSolver):
     def spring_targets(self, delta: np.ndarray) -> np.ndarray:
         """Local step: (3, s) vectors d_i of rest length along p_i1 - p_i2 (delta, (3, s), reused).
 
-        In place, one buffer: 4x faster than the expression form at 100 x 100.
+        In place, in one buffer: no temporaries per iteration.
         """
         scale = np.einsum("ij,ij->j", delta, delta)
         np.sqrt(scale, out=scale)

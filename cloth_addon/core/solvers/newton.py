@@ -1,4 +1,4 @@
-"""Newton's method on the implicit Euler objective (REFERENCE.md section 4), for validation.
+"""Newton's method on the implicit Euler objective (docs/PHYSICS.md §6), for validation.
 
 Minimises the same g(x) = 1/2 (x - y)^T M (x - y) + h^2 E(x) as the fast solver. One
 iteration builds the sparse 3f x 3f Hessian M + h^2 sum_i H_i with the spring blocks

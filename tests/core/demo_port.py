@@ -1,10 +1,10 @@
-"""The seed's JavaScript cloth (000 section 7), ported literally: the reference for our Verlet."""
+"""The JavaScript cloth demo (docs/PHYSICS.md §3), ported literally: the reference for our Verlet."""
 
 import itertools
 
 
-def seed_constraints(cols: int, rows: int) -> list[tuple[int, int]]:
-    """The constraints of the seed's Cloth constructor, in its order (particle r * cols + c)."""
+def demo_constraints(cols: int, rows: int) -> list[tuple[int, int]]:
+    """The constraints of the demo's Cloth constructor, in its order (particle r * cols + c)."""
     at = lambda r, c: r * cols + c  # noqa: E731
     constraints = []
     for r, c in itertools.product(range(rows), range(cols)):

@@ -1,0 +1,71 @@
+"""The frame update: show every live cloth object's simulation at the scene's current frame.
+
+Called by the frame_change_post handler (handlers.py) and by the operators that refresh an
+object. Per object: look its session up (store.py), compute or replay the frame (session.py),
+write it into the ClothSim key (mesh_io.py) and show tearing (tearing.py).
+"""
+
+import traceback
+
+from . import colliders, mesh_io, store, tearing
+from .session import world_matrix
+
+
+def cloth_objects(scene):
+    # In Edit Mode the mesh lives in an edit copy that would overwrite what we write on exit.
+    return [obj for obj in scene.objects if obj.type == "MESH" and obj.cloth_addon.enabled
+            and not obj.cloth_addon.is_baked and obj.mode != "EDIT"]
+
+
+def update_scene(scene, depsgraph) -> None:
+    """Step or serve each live cloth object for the new frame; errors go to the panel, not up."""
+    store.forget_all_but({obj.session_uid for obj in scene.objects})
+    for obj in cloth_objects(scene):
+        try:
+            update_object(obj, scene, depsgraph)
+        except Exception as error:  # a handler that raises breaks playback for everything
+            store.fail(obj.session_uid, f"{type(error).__name__}: {error}")
+            traceback.print_exc()
+
+
+def update_object(obj, scene, depsgraph) -> None:
+    """Show the simulation at the scene's current frame in the object's ClothSim key."""
+    block = mesh_io.sim_key(obj)
+    if block is None or obj.cloth_addon.is_baked:
+        return
+    live = store.get(obj, scene, depsgraph)
+    frame = scene.frame_current
+    matrix = world_matrix(obj, depsgraph)
+    if frame <= live.frame_start:
+        # Back at the start, keep the computed frames (a replay is free) unless the object or the
+        # colliders and wind fields moved since; setting edits drop the whole session anyway.
+        inputs = (matrix.tobytes(), scene_signature(scene, depsgraph, live.uid))
+        if inputs != live.inputs:
+            live.reset(matrix)
+            live.inputs = inputs
+            # Colliders as they are at the start, so the first step sees how far they move.
+            live.read_colliders(scene, depsgraph)
+    world = live.positions_at(frame, obj, scene, depsgraph)
+    mesh_io.write_key(block, mesh_io.to_local(matrix, world, out=live.key_buffer))
+    if live.sim.settings.tear_factor is not None or obj.modifiers.get(tearing.MODIFIER) is not None:
+        tearing.show(obj, live, frame)
+    if block.mute:  # muted when the add-on was disabled; playing again shows the cloth again
+        block.mute = False
+
+
+def scene_signature(scene, depsgraph, exclude_uid: int) -> tuple:
+    """What colliders and wind fields look like now (transforms and settings), to detect changes.
+
+    A collider that deforms without moving (an armature, say) is not seen; Reset rebuilds then.
+    """
+    parts = []
+    for obj in scene.objects:
+        if obj.session_uid == exclude_uid:
+            continue
+        if colliders.is_collider(obj) or (obj.field is not None and obj.field.type == "WIND"):
+            matrix = obj.evaluated_get(depsgraph).matrix_world
+            settings = (obj.collision.thickness_outer, obj.collision.cloth_friction) \
+                if colliders.is_collider(obj) else (obj.field.strength,)
+            parts.append((obj.name, obj.visible_get(), tuple(matrix.col[3]) + tuple(matrix.col[2]),
+                          tuple(matrix.col[0]) + tuple(matrix.col[1]), settings))
+    return tuple(parts)
