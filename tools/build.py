@@ -1,6 +1,10 @@
 """`python build.py`: build the installable extension zips into dist/, one per platform.
 
-    wheels/  <- scipy wheels named in blender_manifest.toml, downloaded once (git-ignored)
+    requirements.txt  ->  the scipy and cholespy versions to bundle, per Python (its markers)
+    pip, per platform and Python  ->  the wheel with the broadest platform tag (oldest OS), which
+        must load on the minimum OS the README states; blender_manifest.toml's `wheels` is
+        rewritten to those files
+    wheels/  <- those wheels, downloaded once (git-ignored)
     dist/stage/cloth_addon/  <- manifest + the package's contents + the wheels
     dist/cloth_addon-<version>-<platform>.zip  <- Blender's builder, --split-platforms
 
@@ -10,24 +14,39 @@ manifest at its root and the package in cloth_addon/, hence the staging folder.
 
 import argparse
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "blender_manifest.toml"
+README = ROOT / "README.md"
+REQUIREMENTS = ROOT / "requirements.txt"
 PACKAGE = ROOT / "cloth_addon"
 WHEELS = ROOT / "wheels"
 DIST = ROOT / "dist"
+
+# The Pythons Blender embeds: 3.11 in 4.2 to 5.0, 3.13 from 5.1 on (build.py's blender_python).
+PYTHONS = ("3.11", "3.13")
+BUNDLED = ("scipy", "cholespy")  # never numpy: Blender ships its own
 
 # Wheel platform tag (prefix, suffix) -> Blender platform name.
 PLATFORM_TAGS = (("manylinux", "x86_64", "linux-x64"), ("win", "amd64", "windows-x64"),
                  ("macosx", "arm64", "macos-arm64"))
 WHEEL_NAME = re.compile(r"(?P<name>[^-]+)-(?P<version>[^-]+)-cp(?P<py>\d+)-[^-]+-(?P<platform>[^-]+)\.whl")
+# The legacy manylinux names and the glibc they stand for (PEP 600).
+LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+# How far the search for a wheel looks past the stated minimum, to say what a failing one needs.
+NEWEST_OS = {"linux-x64": (2, 40), "macos-arm64": (26, 0)}
 
 
 def blender_ext() -> Path:
@@ -54,6 +73,140 @@ def wheel_platform(filename: str) -> str:
 
 def manifest_wheels() -> list[str]:
     return [Path(path).name for path in tomllib.loads(MANIFEST.read_text())["wheels"]]
+
+
+def tag_minimum_os(tag: str) -> tuple[int, int] | None:
+    """(major, minor) of the oldest glibc or macOS a wheel platform tag loads on; None for Windows,
+    whose tags name no version."""
+    if tag.startswith("win"):
+        return None
+    if tag.split("_")[0] in LEGACY_MANYLINUX:
+        return LEGACY_MANYLINUX[tag.split("_")[0]]
+    match = re.fullmatch(r"(?:manylinux|macosx)_(\d+)_(\d+)_.+", tag)
+    if match is None:
+        raise ValueError(f"unknown platform tag {tag}")
+    return int(match[1]), int(match[2])
+
+
+def wheel_minimum_os(filename: str) -> tuple[int, int] | None:
+    """The oldest OS a wheel loads on: the broadest tag of its compressed tag set."""
+    match = WHEEL_NAME.fullmatch(filename)
+    if match is None:
+        raise ValueError(f"not a CPython wheel name: {filename}")
+    versions = [tag_minimum_os(tag) for tag in match["platform"].split(".")]
+    return None if None in versions else min(versions)
+
+
+def describe_os(platform: str, version: tuple[int, int] | None) -> str:
+    if version is None:
+        return "any Windows Blender runs on"
+    return ("glibc {}.{}" if platform == "linux-x64" else "macOS {}.{}").format(*version)
+
+
+def stated_minimums() -> dict[str, tuple[int, int] | None]:
+    """The minimum OS per platform from README.md's table, e.g. `| ... (`macos-arm64`) | macOS 12.0 |`."""
+    rows = re.findall(r"^\|[^|\n]*`(linux-x64|macos-arm64|windows-x64)`[^|\n]*\|\s*(glibc|macOS|Windows)"
+                      r"\s*([\d.]*)", README.read_text(), re.MULTILINE)
+    stated = {platform: None if system == "Windows" else tuple(int(v) for v in version.split("."))
+              for platform, system, version in rows}
+    missing = set(tomllib.loads(MANIFEST.read_text())["platforms"]) - set(stated)
+    if missing:
+        raise SystemExit(f"README.md states no minimum OS for {sorted(missing)}")
+    return stated
+
+
+def os_problems(names: list[str]) -> list[str]:
+    """Wheels that need a newer OS than the README states for their platform."""
+    stated = stated_minimums()
+    problems = []
+    for name in names:
+        platform, needs = wheel_platform(name), wheel_minimum_os(name)
+        if needs is not None and needs > stated[platform]:
+            problems.append(f"{name} needs {describe_os(platform, needs)}, README.md states "
+                            f"{describe_os(platform, stated[platform])}")
+    return problems
+
+
+def platform_ladder(platform: str, newest: tuple[int, int] | None) -> list[str]:
+    """The platform's wheel tags from the oldest OS up to `newest`, oldest first (pip prefers the
+    first --platform it is given, so this asks for the broadest wheel)."""
+    if platform == "linux-x64":
+        return [f"manylinux_2_{minor}_x86_64" for minor in range(5, newest[1] + 1)]
+    if platform == "macos-arm64":
+        return [f"macosx_{major}_0_arm64" for major in range(11, newest[0] + 1)]
+    return ["win_amd64"]
+
+
+def bundle_pins(python: str) -> list[tuple[str, str]]:
+    """(name, version) of each bundled package pinned in requirements.txt for this Python."""
+    pins = {}
+    for line in REQUIREMENTS.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        requirement = Requirement(line) if line else None
+        if requirement is None or requirement.name not in BUNDLED:
+            continue
+        if requirement.marker is None or requirement.marker.evaluate({"python_version": python}):
+            pins[requirement.name] = next(iter(requirement.specifier)).version
+    if set(pins) != set(BUNDLED):
+        raise SystemExit(f"requirements.txt pins no {sorted(set(BUNDLED) - set(pins))} for Python {python}")
+    return [(name, pins[name]) for name in BUNDLED]
+
+
+def pip_pick(name: str, version: str, python: str, tags: list[str]) -> str | None:
+    """The file pip would install for this Python and these platform tags (first preferred)."""
+    with tempfile.TemporaryDirectory() as target:
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-", "--no-deps",
+             "--ignore-installed", "--ignore-requires-python", "--only-binary=:all:",
+             "--disable-pip-version-check", "--target", target, "--python-version", python,
+             *[arg for tag in tags for arg in ("--platform", tag)], f"{name}=={version}"],
+            capture_output=True, text=True)
+    if result.returncode:
+        if "No matching distribution" in result.stderr:
+            return None
+        raise SystemExit(f"pip could not look up {name} {version}:\n{result.stderr}")
+    url = json.loads(result.stdout)["install"][0]["download_info"]["url"]
+    return url.rsplit("/", 1)[-1].split("#")[0]
+
+
+def choose_wheel(name: str, version: str, python: str, platform: str, minimum: tuple[int, int] | None) -> str:
+    """The broadest wheel that loads on the stated minimum OS, or a clear failure."""
+    found = pip_pick(name, version, python, platform_ladder(platform, minimum))
+    if found is not None:
+        return found
+    oldest = pip_pick(name, version, python, platform_ladder(platform, NEWEST_OS.get(platform)))
+    needs = (f"its oldest needs {describe_os(platform, wheel_minimum_os(oldest))}" if oldest
+             else "it has no wheel for this platform")
+    raise SystemExit(f"{name} {version} for Python {python} on {platform}: no wheel loads on "
+                     f"{describe_os(platform, minimum)}, the minimum README.md states ({needs}). Pin another "
+                     f"{name} in requirements.txt, or raise the minimum in README.md and say why.")
+
+
+def choose_wheels(platforms: list[str]) -> list[str]:
+    stated = stated_minimums()
+    asks = [(name, version, python, platform, stated[platform])
+            for platform in platforms for python in PYTHONS for name, version in bundle_pins(python)]
+    # Each look-up waits on the index, not the CPU.
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        return list(pool.map(lambda ask: choose_wheel(*ask), asks))
+
+
+def sync_manifest(chosen: list[str], platforms: list[str], write: bool) -> None:
+    """Make blender_manifest.toml's `wheels` list the chosen files (for these platforms)."""
+    current = manifest_wheels()
+    order = tomllib.loads(MANIFEST.read_text())["platforms"]
+    wanted = sorted([n for n in current if wheel_platform(n) not in platforms] + chosen,
+                    key=lambda n: (BUNDLED.index(WHEEL_NAME.fullmatch(n)["name"]),
+                                   order.index(wheel_platform(n)), int(WHEEL_NAME.fullmatch(n)["py"])))
+    if wanted == current:
+        return
+    if not write:
+        raise SystemExit("blender_manifest.toml's wheels are not the ones requirements.txt and the README's "
+                         f"minimum OS give ({sorted(set(wanted) ^ set(current))}): run `python build.py`")
+    block = "wheels = [\n" + "".join(f'  "./wheels/{n}",\n' for n in wanted) + "]"
+    MANIFEST.write_text(re.sub(r"^wheels = \[\n.*?^\]", lambda _: block, MANIFEST.read_text(),
+                               flags=re.MULTILINE | re.DOTALL))
+    print(f"blender_manifest.toml: wheels updated ({len(wanted)} files)", flush=True)
 
 
 def download_wheels(names: list[str]) -> None:
@@ -124,10 +277,18 @@ def check_zip(path: Path, platform: str) -> None:
         raise SystemExit(f"{path.name}: " + "; ".join(problems))
 
 
-def build(output: Path = DIST, platforms: list[str] | None = None) -> list[Path]:
-    """Build one validated zip per platform into `output`; returns their paths."""
+def build(output: Path = DIST, platforms: list[str] | None = None,
+          update_manifest: bool = True) -> list[Path]:
+    """Build one validated zip per platform into `output`; returns their paths.
+
+    The manifest's wheels for these platforms are chosen afresh; with update_manifest=False a
+    manifest that lists other files fails the build instead of being rewritten."""
     all_platforms = tomllib.loads(MANIFEST.read_text())["platforms"]
     platforms = list(platforms or all_platforms)
+    sync_manifest(choose_wheels(platforms), platforms, write=update_manifest)
+    problems = os_problems(manifest_wheels())
+    if problems:
+        raise SystemExit("bundled wheels need a newer OS than README.md states:\n  " + "\n  ".join(problems))
     download_wheels([n for n in manifest_wheels() if wheel_platform(n) in platforms])
     output.mkdir(parents=True, exist_ok=True)
     folder = output / "stage" / "cloth_addon"
