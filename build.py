@@ -73,7 +73,7 @@ def pyenv_pythons(version: str) -> list[Path]:
     return sorted((p for p in found if p.exists()), key=patch, reverse=True)
 
 
-def find_python(version: str) -> str:
+def find_python(version: str, needed_by: str) -> str:
     """An interpreter of this version, looked for as a user's machine offers one."""
     if "{}.{}".format(*sys.version_info[:2]) == version:
         return sys.executable
@@ -81,22 +81,24 @@ def find_python(version: str) -> str:
     for candidate in filter(None, candidates):
         if python_version_of(candidate) == version:
             return candidate
-    raise SystemExit(f"Python {version} is missing: this Blender series runs Python {version}, and its bpy "
-                     f"wheel installs only there. Looked for python{version} on PATH and under pyenv "
+    raise SystemExit(f"Python {version} is missing: {needed_by} embeds Python {version}, and its bpy wheel "
+                     f"installs only there. Looked for python{version} on PATH and under pyenv "
                      f"(e.g. `pyenv install {version}`); install it and run again.")
 
 
 def environment(blender: str | None) -> tuple[Path, str, str]:
     """(venv folder, interpreter to create it with, requirements text) for the default or a series."""
     requirements = REQUIREMENTS.read_text()
-    pinned = BPY_PIN.search(requirements)
     if blender is None:
-        series = int(pinned[1]), int(pinned[2])
-        return ROOT / ".venv", find_python(blender_python(series)), requirements
-    series = parse_series(blender)
-    # `==4.2.*` lets pip take the newest release of the series.
-    requirements = BPY_PIN.sub(f"bpy=={series[0]}.{series[1]}.*", requirements)
-    return ROOT / f".venv-{blender}", find_python(blender_python(series)), requirements
+        pinned = BPY_PIN.search(requirements)
+        folder, blender = ROOT / ".venv", f"{pinned[1]}.{pinned[2]}"
+    else:
+        folder = ROOT / f".venv-{blender}"
+        series = parse_series(blender)
+        # `==4.2.*` lets pip take the newest release of the series.
+        requirements = BPY_PIN.sub(f"bpy=={series[0]}.{series[1]}.*", requirements)
+    python = find_python(blender_python(parse_series(blender)), f"Blender {blender}")
+    return folder, python, requirements
 
 
 def venv_python(folder: Path) -> Path:
