@@ -7,6 +7,8 @@
     wheels/  <- those wheels, downloaded once (git-ignored)
     dist/stage/cloth_addon/  <- manifest + the package's contents + the wheels
     dist/cloth_addon-<version>-<platform>.zip  <- Blender's builder, --split-platforms
+    dist/cloth_addon-<version>-<platform>-blender4.2-5.0.zip, ...-blender5.1+.zip  <- with
+        --per-blender: one Python's wheels each, limited to the Blender versions that embed it
 
 Blender wants the manifest and __init__.py at the top of the zip, while the repository keeps the
 manifest at its root and the package in cloth_addon/, hence the staging folder.
@@ -38,6 +40,9 @@ DIST = ROOT / "dist"
 # The Pythons Blender embeds: 3.11 in 4.2 to 5.0, 3.13 from 5.1 on (build.py's blender_python).
 PYTHONS = ("3.11", "3.13")
 BUNDLED = ("scipy", "cholespy")  # never numpy: Blender ships its own
+# `--per-blender` zips: per Python, the Blender versions that embed it (the manifest's min and its
+# exclusive max) and the label in the zip's name.
+BLENDER_RANGES = {"3.11": ("4.2.0", "5.1.0", "blender4.2-5.0"), "3.13": ("5.1.0", None, "blender5.1+")}
 
 # Wheel platform tag (prefix, suffix) -> Blender platform name.
 PLATFORM_TAGS = (("manylinux", "x86_64", "linux-x64"), ("win", "amd64", "windows-x64"),
@@ -228,28 +233,44 @@ def download_wheels(names: list[str]) -> None:
             raise SystemExit(f"pip did not produce {name}; update blender_manifest.toml's wheels")
 
 
-def stage_manifest(platforms: list[str]) -> str:
-    """The manifest restricted to some platforms (their wheels only)."""
+def serves(wheel: str, python: str) -> bool:
+    """Whether Python `python` loads this CPython wheel (its own tag, or abi3 from an older one)."""
+    interpreter, abi = wheel.split("-")[2:4]
+    wanted = int(python.replace(".", ""))
+    return int(interpreter[2:]) == wanted or (abi == "abi3" and int(interpreter[2:]) <= wanted)
+
+
+def selected(name: str, platforms: list[str], python: str | None) -> bool:
+    """Whether a zip for these platforms (and only this Python, if one is given) bundles the wheel."""
+    return wheel_platform(name) in platforms and (python is None or serves(name, python))
+
+
+def stage_manifest(platforms: list[str], python: str | None = None) -> str:
+    """The manifest restricted to some platforms (their wheels only), and to the Blender versions
+    that embed `python` if one is given."""
     lines = []
     for line in MANIFEST.read_text().splitlines():
         wheel = re.search(r'"\./wheels/([^"]+)"', line)
-        if wheel and wheel_platform(wheel[1]) not in platforms:
+        if wheel and not selected(wheel[1], platforms, python):
             continue
         if line.startswith("platforms ="):
             line = "platforms = [" + ", ".join(f'"{p}"' for p in platforms) + "]"
+        if line.startswith("blender_version_min =") and python is not None:
+            low, high, _ = BLENDER_RANGES[python]
+            line = f'blender_version_min = "{low}"' + (f'\nblender_version_max = "{high}"' if high else "")
         lines.append(line)
     return "\n".join(lines) + "\n"
 
 
-def stage(folder: Path, platforms: list[str]) -> None:
+def stage(folder: Path, platforms: list[str], python: str | None = None) -> None:
     """Lay out the extension as Blender expects it: manifest and __init__.py at the top."""
     if folder.exists():
         shutil.rmtree(folder)
     shutil.copytree(PACKAGE, folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (folder / "blender_manifest.toml").write_text(stage_manifest(platforms))
+    (folder / "blender_manifest.toml").write_text(stage_manifest(platforms, python))
     (folder / "wheels").mkdir()
     for name in manifest_wheels():
-        if wheel_platform(name) in platforms:
+        if selected(name, platforms, python):
             shutil.copy2(WHEELS / name, folder / "wheels" / name)
 
 
@@ -257,13 +278,14 @@ def run_ext(*args: str) -> None:
     subprocess.run([sys.executable, str(blender_ext()), *args], check=True)
 
 
-def check_zip(path: Path, platform: str) -> None:
-    """Blender's validator accepts it, it holds this platform's wheels and no numpy or tests."""
+def check_zip(path: Path, platform: str, python: str | None = None) -> None:
+    """Blender's validator accepts it, it holds this platform's wheels (for `python`, if given)
+    and no numpy or tests."""
     run_ext("validate", str(path))
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
     wheels = [Path(n).name for n in names if n.endswith(".whl")]
-    expected = sorted(n for n in manifest_wheels() if wheel_platform(n) == platform)
+    expected = sorted(n for n in manifest_wheels() if selected(n, [platform], python))
     problems = []
     if sorted(wheels) != expected:
         problems.append(f"wheels {wheels}, expected {expected}")
@@ -277,12 +299,14 @@ def check_zip(path: Path, platform: str) -> None:
         raise SystemExit(f"{path.name}: " + "; ".join(problems))
 
 
-def build(output: Path = DIST, platforms: list[str] | None = None,
-          update_manifest: bool = True) -> list[Path]:
+def build(output: Path = DIST, platforms: list[str] | None = None, update_manifest: bool = True,
+          per_blender: bool = False) -> list[Path]:
     """Build one validated zip per platform into `output`; returns their paths.
 
     The manifest's wheels for these platforms are chosen afresh; with update_manifest=False a
-    manifest that lists other files fails the build instead of being rewritten."""
+    manifest that lists other files fails the build instead of being rewritten. per_blender adds,
+    per platform, one zip per Python with only its wheels, limited to the Blender versions that
+    embed it."""
     all_platforms = tomllib.loads(MANIFEST.read_text())["platforms"]
     platforms = list(platforms or all_platforms)
     sync_manifest(choose_wheels(platforms), platforms, write=update_manifest)
@@ -291,17 +315,29 @@ def build(output: Path = DIST, platforms: list[str] | None = None,
         raise SystemExit("bundled wheels need a newer OS than README.md states:\n  " + "\n  ".join(problems))
     download_wheels([n for n in manifest_wheels() if wheel_platform(n) in platforms])
     output.mkdir(parents=True, exist_ok=True)
-    folder = output / "stage" / "cloth_addon"
-    stage(folder, platforms)
+    zips = build_zips(output, platforms, None)
+    for python in PYTHONS if per_blender else ():
+        zips += build_zips(output, platforms, python)
+    shutil.rmtree(output / "stage")
+    return zips
+
+
+def build_zips(output: Path, platforms: list[str], python: str | None) -> list[Path]:
+    """Stage, build with Blender's builder (one zip per platform) and check; named
+    cloth_addon-<version>-<platform>[-<Blender range>].zip."""
+    part = output / "stage" / ("all" if python is None else f"python{python}")
+    folder = part / "cloth_addon"
+    stage(folder, platforms, python)
     run_ext("validate", str(folder))
-    run_ext("build", "--source-dir", str(folder), "--output-dir", str(output), "--split-platforms")
+    run_ext("build", "--source-dir", str(folder), "--output-dir", str(part), "--split-platforms")
     version = tomllib.loads(MANIFEST.read_text())["version"]
+    label = "" if python is None else "-" + BLENDER_RANGES[python][2]
     zips = []
     for platform in platforms:
-        path = output / f"cloth_addon-{version}-{platform.replace('-', '_')}.zip"
-        check_zip(path, platform)
+        name = f"cloth_addon-{version}-{platform.replace('-', '_')}"
+        path = (part / f"{name}.zip").replace(output / f"{name}{label}.zip")
+        check_zip(path, platform, python)
         zips.append(path)
-    shutil.rmtree(output / "stage")
     return zips
 
 
@@ -309,8 +345,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--platform", action="append", help="build only this platform (repeatable)")
     parser.add_argument("--output", type=Path, default=DIST, help="output folder (default dist/)")
+    parser.add_argument("--per-blender", action="store_true",
+                        help="also one zip per platform and Python, for the Blender versions that embed it")
     args = parser.parse_args(argv)
-    for path in build(args.output, args.platform):
+    for path in build(args.output, args.platform, per_blender=args.per_blender):
         print(f"built {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
               f"({path.stat().st_size / 1e6:.1f} MB)")
     return 0

@@ -4,6 +4,9 @@
                                           PYTHONPATH to packages without scipy and cholespy)
 Prints the installed module's name, where scipy and cholespy were imported from (with their
 versions), each warning raised from the installed files, and "OK" when the cloth fell.
+
+    python -S install_check.py --refused <zip>
+Prints "REFUSED" when Blender's installer declined the zip (made for other Blender versions).
 """
 
 import importlib
@@ -46,8 +49,18 @@ def main(zip_path: str) -> None:
     print("OK")
 
 
+def refused(zip_path: str) -> None:
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    # The installer reports an incompatible package and finishes without installing it.
+    bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default", enable_on_install=True)
+    try:
+        importlib.import_module("bl_ext.user_default.cloth_addon")
+    except ImportError:
+        print("REFUSED")
+
+
 if __name__ == "__main__":
-    main(sys.argv[-1])
+    refused(sys.argv[-1]) if "--refused" in sys.argv else main(sys.argv[-1])
     sys.stdout.flush()
     # bpy 4.2 can crash in its own shutdown after all is done; the result is printed above.
     os._exit(0)

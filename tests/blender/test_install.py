@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -53,15 +54,8 @@ def test_each_python_bundles_what_the_requirements_pin_for_it():
         for name, version in build_tool.bundle_pins(python):
             for platform in ("linux-x64", "windows-x64", "macos-arm64"):
                 serving = [w for w in wheels if w.startswith(f"{name}-{version}-") and
-                           build_tool.wheel_platform(w) == platform and serves(w, python)]
+                           build_tool.selected(w, [platform], python)]
                 assert len(serving) == 1, (name, version, python, platform, serving)
-
-
-def serves(wheel: str, python: str) -> bool:
-    """Whether Blender's Python `python` can load this CPython wheel (exact, or abi3 from its tag on)."""
-    interpreter, abi = wheel.split("-")[2:4]
-    wanted = "cp" + python.replace(".", "")
-    return interpreter == wanted or (abi == "abi3" and int(interpreter[2:]) <= int(wanted[2:]))
 
 
 def test_a_wheel_too_new_for_the_stated_minimum_fails_the_build_saying_what_it_needs():
@@ -79,30 +73,54 @@ def packages_without(hidden: tuple[str, ...], folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="installs the linux-x64 zip")
-def test_built_zip_installs_and_runs_from_bl_ext_on_its_bundled_wheels(tmp_path):
-    zips = build_tool.build(tmp_path / "dist", ["linux-x64"], update_manifest=False)
-    assert [z.name for z in zips] == [zips[0].name] and zips[0].name.endswith("linux_x64.zip")
-    user = tmp_path / "user"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The linux zips, by name: the one for every Blender, and one per Python (per_blender)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("installs the linux-x64 zips")
+    output = tmp_path_factory.mktemp("dist")
+    zips = build_tool.build(output, ["linux-x64"], update_manifest=False, per_blender=True)
+    return {z.name: z for z in zips}
+
+
+def install_check(zip_path: Path, tmp_path: Path, *flags: str) -> list[str]:
+    """install_check.py's output lines, from a fresh Blender with no scipy or cholespy of its own."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env["BLENDER_USER_RESOURCES"] = str(user)
+    env["BLENDER_USER_RESOURCES"] = str(tmp_path / "user")
     # Blender appends the extensions' site-packages after the interpreter's own, so the check runs
     # without the site (-S) and on packages without scipy and cholespy: only the bundled ones exist.
     env["PYTHONPATH"] = str(packages_without(("scipy", "cholespy"), tmp_path / "packages"))
     # bpy can be imported once per process, and the installed add-on must not see the repository.
-    result = subprocess.run([sys.executable, "-S", str(HERE / "install_check.py"), str(zips[0])],
+    result = subprocess.run([sys.executable, "-S", str(HERE / "install_check.py"), *flags, str(zip_path)],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    lines = result.stdout.splitlines()
-    assert lines[-1] == "OK", result.stdout[-3000:]
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize("label", ["", "-" + build_tool.BLENDER_RANGES[PYTHON][2]], ids=["all", "own"])
+def test_built_zip_installs_and_runs_from_bl_ext_on_its_bundled_wheels(built, tmp_path, label):
+    (name,) = [n for n in built if n.endswith(f"linux_x64{label}.zip")]
+    lines = install_check(built[name], tmp_path)
+    assert lines[-1] == "OK", lines[-20:]
     assert "bl_ext.user_default.cloth_addon" in lines
+    user = tmp_path / "user"
     assert (user / "extensions" / "user_default" / "cloth_addon" / "core").is_dir()
     # Blender unpacked this Python's wheels into the extensions' site-packages, and the add-on ran on them.
     site = (user / "extensions" / ".local" / "lib" / f"python{PYTHON}" / "site-packages").resolve()
     pins = dict(build_tool.bundle_pins(PYTHON))
-    for name in ("scipy", "cholespy"):
-        (line,) = [line for line in lines if line.startswith(f"{name} ")]
+    for package in ("scipy", "cholespy"):
+        (line,) = [line for line in lines if line.startswith(f"{package} ")]
         _, version, path = line.split(" ", 2)
-        assert version == pins[name], line
+        assert version == pins[package], line
         assert Path(path).resolve().is_relative_to(site), line
     assert [line for line in lines if line.startswith("warning ")] == []
+
+
+def test_the_zip_for_the_other_python_is_refused_by_this_blender(built, tmp_path):
+    (other,) = [python for python in build_tool.PYTHONS if python != PYTHON]
+    (name,) = [n for n in built if n.endswith(build_tool.BLENDER_RANGES[other][2] + ".zip")]
+    with zipfile.ZipFile(built[name]) as archive:
+        wheels = [Path(n).name for n in archive.namelist() if n.endswith(".whl")]
+    assert wheels and all(build_tool.serves(w, other) and not build_tool.serves(w, PYTHON) for w in wheels)
+    assert install_check(built[name], tmp_path, "--refused")[-1] == "REFUSED"
+    assert not (tmp_path / "user" / "extensions" / "user_default" / "cloth_addon").exists()
