@@ -5,7 +5,7 @@
         must load on the minimum OS the README states; blender_manifest.toml's `wheels` is
         rewritten to those files
     wheels/  <- those wheels, downloaded once (git-ignored)
-    dist/stage/cloth_addon/  <- manifest + the package's contents + the wheels
+    dist/stage/<all|pythonX.Y>/cloth_addon/  <- manifest + the package's contents + the wheels
     dist/cloth_addon-<version>-<platform>.zip  <- Blender's builder, --split-platforms
     dist/cloth_addon-<version>-<platform>-blender4.2-5.0.zip, ...-blender5.1+.zip  <- with
         --per-blender: one Python's wheels each, limited to the Blender versions that embed it
@@ -37,12 +37,11 @@ PACKAGE = ROOT / "cloth_addon"
 WHEELS = ROOT / "wheels"
 DIST = ROOT / "dist"
 
-# The Pythons Blender embeds: 3.11 in 4.2 to 5.0, 3.13 from 5.1 on (build.py's blender_python).
-PYTHONS = ("3.11", "3.13")
-BUNDLED = ("scipy", "cholespy")  # never numpy: Blender ships its own
-# `--per-blender` zips: per Python, the Blender versions that embed it (the manifest's min and its
-# exclusive max) and the label in the zip's name.
+# The Pythons Blender embeds (build.py's blender_python), each with the Blender versions that embed
+# it (the manifest's min and exclusive max) and the label of its `--per-blender` zips.
 BLENDER_RANGES = {"3.11": ("4.2.0", "5.1.0", "blender4.2-5.0"), "3.13": ("5.1.0", None, "blender5.1+")}
+PYTHONS = tuple(BLENDER_RANGES)
+BUNDLED = ("scipy", "cholespy")  # never numpy: Blender ships its own
 
 # Wheel platform tag (prefix, suffix) -> Blender platform name.
 PLATFORM_TAGS = (("manylinux", "x86_64", "linux-x64"), ("win", "amd64", "windows-x64"),
