@@ -3,7 +3,7 @@
 import bpy
 import numpy as np
 import pytest
-from conftest import evaluated_world, make_cloth, make_grid, play
+from conftest import action_fcurves, evaluated_world, make_cloth, make_grid, play
 
 from cloth_addon import core
 from cloth_addon.blender import colliders, store
@@ -39,8 +39,7 @@ def test_a_fast_animated_plane_does_not_tunnel_and_is_updated_not_rebuilt(scene)
     plane.keyframe_insert("location", frame=1)
     plane.location.z = 5.4  # 1 m per frame upwards for 6 frames
     plane.keyframe_insert("location", frame=7)
-    for curve in plane.animation_data.action.layers[0].strips[0].channelbag(
-            plane.animation_data.action_slot).fcurves:
+    for curve in action_fcurves(plane):
         for point in curve.keyframe_points:
             point.interpolation = "LINEAR"
     scene.gravity = (0.0, 0.0, 0.0)
