@@ -9,12 +9,20 @@ Every collider has `project(positions, previous, movable, margin, friction)`:
   positions, previous: (n, 3) float64, m, this and the last substep (positions is edited in place);
   movable: (n,) bool, particles the collider may move (pinned ones are not);
   margin: m, cloth thickness added to the collider's own; friction: used where the
-  collider's own `friction` is None.
+  collider's own `friction` is None; None applies none (the contact stage's own friction).
 """
 
 import numpy as np
 
 from .geometry import push_features
+
+
+def friction_coefficient(collider, friction) -> float:
+    """The coefficient a `project` call applies: none when called with friction=None (the contact
+    stage applies Coulomb friction itself), else the collider's own or, without one, `friction`."""
+    if friction is None:
+        return 0.0
+    return collider.friction if collider.friction is not None else friction
 
 
 def _apply_friction(positions, previous, hit, normal, depth, friction):
@@ -54,7 +62,7 @@ class PlaneCollider:
             return
         depth = -offset[hit]
         positions[hit] += depth[:, None] * normal
-        mu = self.friction if self.friction is not None else friction
+        mu = friction_coefficient(self, friction)
         _apply_friction(positions, previous, hit, np.broadcast_to(normal, (int(hit.sum()), 3)), depth, mu)
 
     def contact_normals(self, positions, margin, movable, start=None):
@@ -101,7 +109,7 @@ class SphereCollider:
         normal[away] = offset[hit][away] / d[away, None]
         normal[~away] = (0.0, 0.0, 1.0)  # a particle at the very centre leaves upwards
         positions[hit] = center + normal * reach
-        mu = self.friction if self.friction is not None else friction
+        mu = friction_coefficient(self, friction)
         _apply_friction(positions, previous, hit, normal, reach - d, mu)
 
     @staticmethod

@@ -138,29 +138,29 @@ class ContactStage:
         if contact is not None:
             # found where the colliders put the cloth: the passes below move it little
             contact.candidates(x0, x1)
+            # (a pass may move a vertex out of the candidates' reach: proximity then misses a
+            # pair for this substep, which only the guarantee below must not)
             for _ in range(PASSES):
                 contact.separate(x1, x0)
                 for collider in sim.colliders:
                     self._project(collider, x1, x0, movable, margin, features)
-                if not contact.valid_for(x1):
-                    contact.candidates(x0, x1)
-        self._friction(x0, x1, y, movable, margin)
+        held = self._friction(x0, x1, y, movable, margin)
         if contact is not None:
             if not contact.valid_for(x1):
                 contact.candidates(x0, x1)
-            # last, so that nothing undoes it; impact zones move rigidly and may end a little
-            # inside a collider's margin (never through its surface, where they started)
-            contact.untangle(x0, x1)
+            # last, so that nothing undoes it; vertices a collider holds anchor their impact zones
+            # like pins, so that a zone is not pushed into the floor under a pile
+            contact.untangle(x0, x1, held)
 
     def _project(self, collider, x, x0, movable, margin, features):
         """Project x out of one collider (no friction: finish applies it once per substep)."""
         if isinstance(collider, MeshCollider):
-            collider.project(x, x0, movable, margin, 0.0, features=features,
+            collider.project(x, x0, movable, margin, None, features=features,
                              sweep_from=self._sweep.get(id(collider)))
         elif isinstance(collider, SphereCollider):
-            collider.project(x, x0, movable, margin, 0.0, features=features)
+            collider.project(x, x0, movable, margin, None, features=features)
         else:
-            collider.project(x, x0, movable, margin, 0.0)
+            collider.project(x, x0, movable, margin, None)
 
     def _self_contact(self) -> SelfContact:
         key = (self.sim.self_collision_distance, self.sim.settings.friction)
@@ -173,17 +173,20 @@ class ContactStage:
         """The SelfContact of the last substep that had self-collision on (its `stats`), or None."""
         return None if self._self is None else self._self[1]
 
-    def _friction(self, x0, x1, y, movable, margin) -> None:
-        """Coulomb friction at every collider contact (see the module docstring)."""
+    def _friction(self, x0, x1, y, movable, margin) -> np.ndarray:
+        """Coulomb friction at every collider contact (see the module docstring). Returns (n,) bool:
+        the particles touching a collider."""
         default = self.sim.settings.friction
+        held = np.zeros(len(x1), dtype=bool)
         for collider, _, _ in self._frame:
             mu = getattr(collider, "friction", None)
             mu = default if mu is None else mu
-            if not mu or mu <= 0.0 or not hasattr(collider, "contact_normals"):
+            if not hasattr(collider, "contact_normals"):
                 continue
             band = margin + _FRICTION_BAND * self.sim.model.median_edge_length + 1e-9
             rows, normal, surface = collider.contact_normals(x1, band, movable, self._sweep.get(id(collider)))
-            if len(rows) == 0:
+            held[rows] = True
+            if len(rows) == 0 or not mu or mu <= 0.0:
                 continue
             surface = 0.0 if surface is None else surface  # the collider's motion over the substep
             moved = (x1[rows] - x0[rows]) - surface
@@ -192,3 +195,4 @@ class ContactStage:
             length = np.linalg.norm(slide, axis=1)
             cut = np.minimum(1.0, mu * push / np.maximum(length, 1e-300))
             x1[rows] -= cut[:, None] * slide
+        return held

@@ -28,7 +28,7 @@ call sees the whole move (Simulation with substeps: the first substep of the fra
 import numpy as np
 
 from . import geometry
-from .colliders import _apply_friction
+from .colliders import _apply_friction, friction_coefficient
 
 # Edges whose faces meet at more than this angle (rad) are sharp: they and their corners collide
 # with the cloth's edges and faces as features of their own.
@@ -325,7 +325,7 @@ class MeshCollider:
 
     def _vertex_contacts(self, positions, previous, movable, reach, friction, before):
         """Cloth vertices against the mesh: crossings undone, then proximity (module docstring)."""
-        mu = self.friction if self.friction is not None else friction
+        mu = friction_coefficient(self, friction)
         motion = self.vertices - before if before is not self.vertices else None
         shift = 0.0 if motion is None else float(np.linalg.norm(motion, axis=1).max())
         idx = np.flatnonzero(movable)

@@ -37,6 +37,9 @@ PASSES = 3
 ZONE_ROUNDS = 12
 # Candidates are found for motions this fraction of the gap beyond the current end positions.
 SLACK = 0.5
+# In an impact zone, a vertex that a collider holds counts this many times its mass, so that a
+# zone landing on the floor mostly stops with it rather than being pushed into it.
+HELD_WEIGHT = 20.0
 # Touch tolerance of the continuous test, as a fraction of the gap (and never below 1 um).
 _TOUCH = 1e-3
 
@@ -247,13 +250,18 @@ class SelfContact:
         vectors.append(step.reshape(-1, 3))
 
     # -- the guarantee ---------------------------------------------------------------------------
-    def _touching(self, x0, x1):
+    def _touching(self, x0, x1, changed=None):
         """(k, 4) vertices of the candidate pairs that touch during x0 -> x1 (vertex-triangle:
-        the vertex, then the triangle's corners; edge-edge: both edges' ends)."""
+        the vertex, then the triangle's corners; edge-edge: both edges' ends). changed: optional
+        (n,) bool, the only vertices whose paths changed since the last call: pairs without one
+        are known not to touch."""
         tol = max(_TOUCH * self.distance, 1e-6)
         motion = x1 - x0
         groups = []
         p, t = self.vf
+        if changed is not None:
+            keep = changed[p] | changed[self.triangles[t]].any(axis=1)
+            p, t = p[keep], t[keep]
         if len(p):
             tris = self.triangles[t]
             # A pair can only touch if its start spheres are closer than the features move
@@ -267,11 +275,17 @@ class SelfContact:
             hit = np.isfinite(toi)
             groups.append(np.concatenate([p[hit, None], tris[hit]], axis=1))
         a, b = self.ee
+        if changed is not None:
+            keep = changed[self.edges[a]].any(axis=1) | changed[self.edges[b]].any(axis=1)
+            a, b = a[keep], b[keep]
         if len(a):
             ea, eb = self.edges[a], self.edges[b]
             middle, half = _spheres(x0, self.edges)
-            both = np.concatenate([ea, eb], axis=1)
-            relative = np.linalg.norm(motion[both] - motion[ea[:, :1]], axis=2).max(axis=1)
+            # a point of either edge moves relative to edge a's first end by at most its edge's
+            # largest relative end motion: the two add up
+            reference = motion[ea[:, :1]]
+            relative = np.linalg.norm(motion[ea] - reference, axis=2).max(axis=1) + \
+                np.linalg.norm(motion[eb] - reference, axis=2).max(axis=1)
             may = np.linalg.norm(middle[a] - middle[b], axis=1) - half[a] - half[b] <= relative + tol
             ea, eb = ea[may], eb[may]
             toi = ccd.edge_edge_toi(x0[ea[:, 0]], x1[ea[:, 0]], x0[ea[:, 1]], x1[ea[:, 1]],
@@ -280,21 +294,23 @@ class SelfContact:
             groups.append(np.concatenate([ea[hit], eb[hit]], axis=1))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
 
-    def untangle(self, x0, x1) -> int:
+    def untangle(self, x0, x1, held=None) -> int:
         """Make x0 -> x1 free of crossings, in place on x1 (n, 3); x0 must be crossing-free.
 
+        held: optional (n,) bool, vertices a collider holds: a zone holding some translates as
+        they do on average (a zone landing on the floor stops with it, not pushed into it).
         Returns how many vertices ended in impact zones."""
         n = len(x0)
-        mass = np.where(self.model.inv_mass > 0.0, self.model.mass, np.inf)
+        pinned = self.model.inv_mass == 0.0
+        held = np.zeros(n, dtype=bool) if held is None else held & ~pinned
         zone_of = None
         in_zone = np.zeros(n, dtype=bool)
-        for rounds in range(1, ZONE_ROUNDS + 2):
-            touching = self._touching(x0, x1)
+        changed = None
+        for rounds in range(1, ZONE_ROUNDS + 1):
+            touching = self._touching(x0, x1, changed)
             if len(touching) == 0:
                 self.stats["rounds"] = rounds - 1
                 return int(in_zone.sum())
-            if rounds > ZONE_ROUNDS:
-                break
             # zones: connected vertex sets of touching pairs, merged with the zones so far
             rows = np.repeat(touching[:, 0], touching.shape[1] - 1)
             cols = touching[:, 1:].ravel()
@@ -309,7 +325,14 @@ class SelfContact:
             first = np.full(label.max() + 1, n, dtype=np.int64)
             np.minimum.at(first, label[in_zone], np.flatnonzero(in_zone))
             zone_of = first[label]
-            self._move_zones(x0, x1, in_zone, label, mass)
+            before = x1.copy()
+            self._move_zones(x0, x1, in_zone, label, pinned, held)
+            changed = np.any(x1 != before, axis=1)
+            if not changed.any():
+                break  # the zones cannot move any other way (their anchors disagree): fall back
+            if not self.valid_for(x1):  # a zone moved out of the candidates' reach
+                self.candidates(x0, x1)
+                changed = None
             self.stats["zones"] = int(len(np.unique(label[in_zone])))
         # fall-back: every vertex still touching, and its zone, stays at the start
         stuck = np.zeros(n, dtype=bool)
@@ -324,26 +347,47 @@ class SelfContact:
             if np.array_equal(x1[stuck], x0[stuck]):
                 break  # only pinned vertices still touch: nothing left that may move
             x1[stuck] = x0[stuck]
+            if not self.valid_for(x1):
+                self.candidates(x0, x1)
         self.stats["frozen"] = int(stuck.sum())
         self.stats["rounds"] = ZONE_ROUNDS
         return int(in_zone.sum())
 
-    @staticmethod
-    def _move_zones(x0, x1, in_zone, label, mass):
-        """Every zone translates by its mass-weighted mean displacement (pinned vertices, with
-        infinite mass, impose theirs)."""
+    def _move_zones(self, x0, x1, in_zone, label, pinned_all, held_all):
+        """Every zone moves rigidly: a zone with pinned vertices by the rotation and translation
+        that best carry its pins to their targets (Kabsch), so that a zone at a turning pin turns
+        with it; else by its mass-weighted mean displacement, a vertex that a collider holds
+        weighing as much as the collider's share (HELD_WEIGHT times its mass)."""
         members = np.flatnonzero(in_zone)
         zones = label[members]
-        motion = x1[members] - x0[members]
-        pinned = ~np.isfinite(mass[members])
         size = label.max() + 1
-        weight = np.where(pinned, 0.0, mass[members])
-        total = np.bincount(zones, weight, size)
-        pins = np.bincount(zones, pinned.astype(np.float64), size)
-        mean = np.empty((size, 3))
-        for axis in range(3):
-            free_mean = np.bincount(zones, weight * motion[:, axis], size) / np.maximum(total, 1e-300)
-            pin_mean = np.bincount(zones, pinned * motion[:, axis], size) / np.maximum(pins, 1.0)
-            mean[:, axis] = np.where(pins > 0.0, pin_mean, free_mean)
+        pinned, held = pinned_all[members], held_all[members]
+        start, end = x0[members], x1[members]
+
+        def mean(values, weight):
+            total = np.bincount(zones, weight, size)
+            sums = np.stack([np.bincount(zones, weight * values[:, k], size) for k in range(3)], axis=1)
+            return sums / np.maximum(total, 1e-300)[:, None], total > 0.0
+
+        motion = end - start
+        # a vertex a collider holds weighs HELD_WEIGHT times its mass: the collider's share
+        weight = np.where(pinned, 0.0, self.model.mass[members] * np.where(held, HELD_WEIGHT, 1.0))
+        shift, _ = mean(motion, weight)
+        pin_from, has_pins = mean(start, pinned.astype(np.float64))
+        pin_to, _ = mean(end, pinned.astype(np.float64))
+        # cross-covariance of the pins about their centres, one 3 x 3 per zone
+        a, b = start - pin_from[zones], end - pin_to[zones]
+        cov = np.zeros((size, 3, 3))
+        for i in range(3):
+            for j in range(3):
+                cov[:, i, j] = np.bincount(zones, pinned * a[:, i] * b[:, j], size)
+        u, _, vt = np.linalg.svd(cov)
+        turn = np.einsum("zij,zjk->zki", u, vt)  # R = V U^T
+        flip = np.linalg.det(turn) < 0.0
+        if np.any(flip):
+            vt[flip, 2] *= -1.0
+            turn = np.einsum("zij,zjk->zki", u, vt)
+        rigid = pin_to[zones] + np.einsum("kij,kj->ki", turn[zones], start - pin_from[zones])
+        moved = np.where(has_pins[zones][:, None], rigid, start + shift[zones])
         keep = ~pinned
-        x1[members[keep]] = x0[members[keep]] + mean[zones[keep]]
+        x1[members[keep]] = moved[keep]
