@@ -26,14 +26,14 @@ def _floor():
     return floor
 
 
-def _two_sheets(upper_collides=True, **upper_settings):
+def _two_sheets(upper_collides=True, solver="FAST_MASS_SPRING"):
     """Two 10 x 10 sheets 0.3 m apart over a Collision floor: the upper, smaller and turned a little
     (its edges across the lower's), lands entirely on the lower."""
     _floor()
-    lower = make_cloth(make_grid(cuts=10, size=1.0, location=(0.0, 0.0, 0.4), name="Lower"))
+    lower = make_cloth(make_grid(cuts=10, size=1.0, location=(0.0, 0.0, 0.4), name="Lower"), solver=solver)
     upper = make_grid(cuts=10, size=0.7, location=(0.0, 0.0, 0.7), rotation=(0.0, 0.0, 0.3), name="Upper")
     upper.cloth_addon.use_cloth_collision = upper_collides
-    make_cloth(upper, **upper_settings)
+    make_cloth(upper, solver=solver)
     return lower, upper
 
 
@@ -52,8 +52,9 @@ def _crossings(objects) -> int:
     return edge_triangle_crossings(*_combined(objects))
 
 
-def test_two_cloth_objects_fall_onto_each_other_without_crossing(scene):
-    lower, upper = _two_sheets()
+@pytest.mark.parametrize("solver", ["FAST_MASS_SPRING", "VERLET"])
+def test_two_cloth_objects_fall_onto_each_other_without_crossing(scene, solver):
+    lower, upper = _two_sheets(solver=solver)
     live = store.find(lower.session_uid)
     assert store.find(upper.session_uid) is live and [m.name for m in live.members] == ["Lower", "Upper"]
     assert live.sim.settings.self_collision
