@@ -54,7 +54,6 @@ class ClothSession:
 
     def __init__(self, objects, scene, depsgraph):
         leader = objects[0].cloth_addon
-        self.uid = objects[0].session_uid
         self.frame_start = leader.frame_start
         self.frame_end = max(leader.frame_end, leader.frame_start)
         self.scene_inputs = scene_inputs(scene)
