@@ -1,9 +1,8 @@
 """Bake the live simulation to shape keys with keyframes, or to a PC2 file + Mesh Cache modifier.
 
 A bake plays the frames through the live handler (so a baked frame is exactly the live frame),
-copies the ClothSim key of each frame, and records in `cloth_addon.bake_record` everything it
-added, which is what free_bake removes.
-"""
+copies the ClothSim key of each frame (of every object simulated together with a baked one too),
+and records in `cloth_addon.bake_record` everything it added, which is what free_bake removes."""
 
 import json
 import os
@@ -12,7 +11,7 @@ import bpy
 import numpy as np
 
 from ..core.pc2 import write_pc2
-from . import mesh_io, store, tearing
+from . import groups, mesh_io, store, tearing
 
 BAKE_KEY_PREFIX = "ClothBake"
 CACHE_MODIFIER = "ClothCache"
@@ -89,6 +88,9 @@ class Baker:
 
     def __init__(self, context, objects):
         self.scene = context.scene
+        # Objects simulated together are baked together: baking one alone would leave the others
+        # live, colliding with a cloth that no longer moves.
+        objects = groups.with_partners(objects, self.scene)
         self.names = [obj.name for obj in objects]
         self.original_frame = self.scene.frame_current
         starts = [obj.cloth_addon.frame_start for obj in objects]

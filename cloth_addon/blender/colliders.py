@@ -40,16 +40,20 @@ def world_mesh(obj, depsgraph):
     return vertices, triangles, normals, centres
 
 
-def scene_colliders(scene, depsgraph, exclude_uid: int, kept: dict | None = None):
-    """(core colliders for the cloth object `exclude_uid`, names of Collision objects without faces).
+def scene_colliders(scene, depsgraph, exclude, kept: dict | None = None):
+    """(core colliders for a cloth, names of Collision objects without faces).
+
+    exclude: the cloth object's session_uid, or the set of them of objects simulated together
+    (none of them collides with the group as a Collision object: they are simulated).
 
     kept: that cloth's MeshColliders from the frame before, by collider session_uid (updated in
     place); without it every mesh collider is built anew.
     """
     kept = {} if kept is None else kept
+    exclude = {exclude} if isinstance(exclude, int) else exclude
     colliders, unsupported = [], []
     for obj in scene.objects:
-        if obj.session_uid == exclude_uid or not is_collider(obj) or not obj.visible_get():
+        if obj.session_uid in exclude or not is_collider(obj) or not obj.visible_get():
             continue
         vertices, triangles, _, centres = world_mesh(obj, depsgraph)
         if len(triangles) == 0:
@@ -88,8 +92,9 @@ def sphere_of(vertices: np.ndarray, centres: np.ndarray):
 def _mesh_collider(kept: dict, key: int, vertices, triangles, thickness, friction):
     """kept[key], moved to `vertices`; rebuilt only when the topology changed.
 
-    One per cloth object: a collider remembers where the last step saw it, and two cloths
-    stepping in turn must each see the collider's whole motion.
+    One per session (a cloth object, or objects simulated together): a collider remembers where
+    the last step saw it, and two sessions stepping in turn must each see the collider's whole
+    motion.
     """
     collider = kept.get(key)
     if (collider is None or collider.triangles.shape != triangles.shape

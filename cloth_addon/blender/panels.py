@@ -5,7 +5,7 @@
         Stiffness                 stretch, shear, bending
         Damping
       Shape                       pin group, pin stiffness (greyed without a pin group)
-      Collisions                  distance, friction, colliders it cannot use
+      Collisions                  distance, friction, colliders it cannot use, cloth objects
         Self Collision   [x]      distance (greyed while off)
       Tearing            [x]      tear factor (greyed while off)
       Wind
@@ -139,6 +139,19 @@ class CLOTH_ADDON_PT_collisions(ClothSubPanel, bpy.types.Panel):
         live = store.find(obj.session_uid)
         if live is not None and live.unsupported:
             layout.label(text="Ignored (no faces): " + ", ".join(live.unsupported), icon="ERROR")
+        layout.prop(props, "use_cloth_collision")
+        if live is not None and len(live.members) > 1:
+            draw_group(layout, live, obj)
+
+
+def draw_group(layout, live, obj) -> None:
+    """Who is simulated with the object, and what comes from the group's leader."""
+    col = layout.column(align=True)
+    others = [member.name for member in live.members if member.uid != obj.session_uid]
+    col.label(text="Simulated with: " + ", ".join(others), icon="LINKED")
+    leader = live.members[0].name
+    col.label(text=f"Solver, substeps, contact, wind, tearing: {leader}'s", icon="INFO")
+    col.label(text="Self collision is on for every one of them", icon="INFO")
 
 
 class ToggledSubPanel(ClothSubPanel):

@@ -7,20 +7,14 @@ write it into the ClothSim key (mesh_io.py) and show tearing (tearing.py).
 
 import traceback
 
-from . import colliders, mesh_io, store, tearing
+from . import colliders, groups, mesh_io, store, tearing
 from .session import world_matrix
-
-
-def cloth_objects(scene):
-    # In Edit Mode the mesh lives in an edit copy that would overwrite what we write on exit.
-    return [obj for obj in scene.objects if obj.type == "MESH" and obj.cloth_addon.enabled
-            and not obj.cloth_addon.is_baked and obj.mode != "EDIT"]
 
 
 def update_scene(scene, depsgraph) -> None:
     """Step or serve each live cloth object for the new frame; errors go to the panel, not up."""
     store.forget_all_but({obj.session_uid for obj in scene.objects})
-    for obj in cloth_objects(scene):
+    for obj in groups.live_cloth_objects(scene):
         try:
             update_object(obj, scene, depsgraph)
         except Exception as error:  # a handler that raises breaks playback for everything
@@ -29,38 +23,46 @@ def update_scene(scene, depsgraph) -> None:
 
 
 def update_object(obj, scene, depsgraph) -> None:
-    """Show the simulation at the scene's current frame in the object's ClothSim key."""
+    """Show the simulation at the scene's current frame in the object's ClothSim key.
+
+    Objects simulated together share a session: the first of them to be shown steps the group,
+    the others find the frame computed.
+    """
     block = mesh_io.sim_key(obj)
     if block is None or obj.cloth_addon.is_baked:
         return
-    live = store.get(obj, scene, depsgraph)
+    objects = groups.members(obj, scene)
+    live = store.get(obj, scene, depsgraph, objects=objects)
     frame = scene.frame_current
-    matrix = world_matrix(obj, depsgraph)
+    matrices = [world_matrix(other, depsgraph) for other in objects]
     if frame <= live.frame_start:
-        # Back at the start, keep the computed frames (a replay is free) unless the object or the
+        # Back at the start, keep the computed frames (a replay is free) unless the objects or the
         # colliders and wind fields moved since; setting edits drop the whole session anyway.
-        inputs = (matrix.tobytes(), scene_signature(scene, depsgraph, live.uid))
+        inputs = (b"".join(matrix.tobytes() for matrix in matrices),
+                  scene_signature(scene, depsgraph, set(live.uids)))
         if inputs != live.inputs:
-            live.reset(matrix)
+            live.reset(matrices)
             live.inputs = inputs
             # Colliders as they are at the start, so the first step sees how far they move.
             live.read_colliders(scene, depsgraph)
-    world = live.positions_at(frame, obj, scene, depsgraph)
-    mesh_io.write_key(block, mesh_io.to_local(matrix, world, out=live.key_buffer))
+    world = live.positions_at(frame, objects, scene, depsgraph)
+    member = live.member(obj.session_uid)
+    matrix = matrices[live.uids.index(obj.session_uid)]
+    mesh_io.write_key(block, mesh_io.to_local(matrix, world[member.part], out=member.key_buffer))
     if live.sim.settings.tear_factor is not None or obj.modifiers.get(tearing.MODIFIER) is not None:
         tearing.show(obj, live, frame)
     if block.mute:  # muted when the add-on was disabled; playing again shows the cloth again
         block.mute = False
 
 
-def scene_signature(scene, depsgraph, exclude_uid: int) -> tuple:
+def scene_signature(scene, depsgraph, exclude_uids: set[int]) -> tuple:
     """What colliders and wind fields look like now (transforms and settings), to detect changes.
 
     A collider that deforms without moving (an armature, say) is not seen; Reset rebuilds then.
     """
     parts = []
     for obj in scene.objects:
-        if obj.session_uid == exclude_uid:
+        if obj.session_uid in exclude_uids:
             continue
         if colliders.is_collider(obj) or (obj.field is not None and obj.field.type == "WIND"):
             matrix = obj.evaluated_get(depsgraph).matrix_world

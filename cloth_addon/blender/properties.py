@@ -77,6 +77,10 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
     friction: FloatProperty(
         name="Friction", default=0.3, min=0.0, soft_max=2.0, update=_invalidate,
         description="Coulomb friction coefficient against colliders")
+    use_cloth_collision: BoolProperty(
+        name="Cloth Objects", default=True, update=_invalidate,
+        description="Collide with the other cloth objects of the scene that have it on; they are "
+                    "simulated together")
     use_self_collision: BoolProperty(
         name="Self Collision", default=False, update=_invalidate,
         description="Keep cloth vertices apart from each other")

@@ -43,25 +43,28 @@ def _node_group():
     return group
 
 
-def _edge_springs(live, mesh) -> np.ndarray:
-    """(e,) int64: for each mesh edge, its spring in the live simulation, or -1."""
-    cached = live.tear_edge_springs
+def _edge_springs(live, obj) -> np.ndarray:
+    """(e,) int64: for each mesh edge of `obj` (a member of the live session), its spring in the
+    session's simulation, or -1."""
+    member = live.member(obj.session_uid)
+    mesh = obj.data
+    cached = member.tear_edge_springs
     if cached is not None and len(cached) == len(mesh.edges):
         return cached
     n = live.sim.model.n_particles
     springs = live.sim.model.spring_indices
     spring_keys = pair_keys(springs[:, 0], springs[:, 1], n)
     order = np.argsort(spring_keys)
-    edges = mesh_io.read_edges(mesh)
+    edges = mesh_io.read_edges(mesh) + member.part.start  # the object's particles in the simulation
     keys = pair_keys(edges[:, 0], edges[:, 1], n)
     pos = np.minimum(np.searchsorted(spring_keys[order], keys), len(order) - 1)
     found = spring_keys[order][pos] == keys
-    live.tear_edge_springs = np.where(found, order[pos], -1)
-    return live.tear_edge_springs
+    member.tear_edge_springs = np.where(found, order[pos], -1)
+    return member.tear_edge_springs
 
 
 def show(obj, live, frame: int) -> None:
-    """Split the object's edges torn by `frame` in the live simulation `live` (a ClothSession)."""
+    """Split the object's edges torn by `frame` in the live session `live` (a ClothSession)."""
     torn = live.sim.torn
     first = live.tear_frame
     if first is None or len(first) != len(torn):
@@ -69,11 +72,11 @@ def show(obj, live, frame: int) -> None:
     first[~torn] = _NEVER  # the simulation was reset
     first[torn & (first == _NEVER)] = live.last_frame
     live.tear_frame = first
-    if not np.any(torn):
+    springs = _edge_springs(live, obj)
+    if not np.any(torn[springs[springs >= 0]]):  # of objects simulated together, maybe another tore
         remove(obj)
         return
     mesh = obj.data
-    springs = _edge_springs(live, mesh)
     cut = (springs >= 0) & (first[np.maximum(springs, 0)] <= frame)
     attribute = mesh.attributes.get(ATTRIBUTE)
     if attribute is None:

@@ -92,7 +92,7 @@ def test_sphere_shaped_colliders_are_exact_balls_and_other_shapes_meshes(scene):
     _collision(bpy.context.active_object)
     bpy.ops.mesh.primitive_cube_add(size=0.6, location=(-2, 0, 0))  # corners equidistant, faces not
     _collision(bpy.context.active_object)
-    found, _ = colliders.scene_colliders(scene, bpy.context.evaluated_depsgraph_get(), exclude_uid=-1)
+    found, _ = colliders.scene_colliders(scene, bpy.context.evaluated_depsgraph_get(), exclude=-1)
     balls = sorted((c for c in found if isinstance(c, core.SphereCollider)), key=lambda c: c.radius)
     assert [type(c).__name__ for c in found].count("MeshCollider") == 1
     assert [round(c.radius, 6) for c in balls] == [0.3, 0.5]

@@ -128,3 +128,14 @@ def test_dependents_are_greyed_until_their_switch_or_group_is_set(scene):
     assert greyed(panels.CLOTH_ADDON_PT_tearing) == {"tear_factor"}
     obj.cloth_addon.use_self_collision = obj.cloth_addon.use_tearing = True
     assert greyed(panels.CLOTH_ADDON_PT_self_collision) == greyed(panels.CLOTH_ADDON_PT_tearing) == set()
+
+
+def test_collisions_panel_says_who_a_cloth_is_simulated_with(scene):
+    alone = make_cloth(make_grid(name="Alone"))
+    drawn = draw(panels.CLOTH_ADDON_PT_collisions)
+    assert ("prop", "use_cloth_collision") in drawn
+    assert not any(entry[0] == "label" and entry[1].startswith("Simulated with") for entry in drawn)
+    make_cloth(make_grid(location=(3.0, 0.0, 1.0), name="Other"))
+    labels = [entry[1] for entry in draw(panels.CLOTH_ADDON_PT_collisions) if entry[0] == "label"]
+    assert "Simulated with: Alone" in labels and any("Alone's" in label for label in labels)
+    assert len(store.find(alone.session_uid).members) == 2

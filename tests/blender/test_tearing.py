@@ -4,7 +4,7 @@ import bpy
 import numpy as np
 from conftest import evaluated_local, make_cloth, make_grid, pin, play, raw_vertices
 
-from cloth_addon.blender import tearing
+from cloth_addon.blender import mesh_io, tearing
 
 
 def _faces(mesh):
@@ -67,3 +67,28 @@ def test_scrubbing_back_before_the_tear_shows_no_cut(scene):
     assert len(evaluated_local(obj)) == count
     scene.frame_set(16)
     assert len(evaluated_local(obj)) > count
+
+
+def test_tearing_of_objects_simulated_together_cuts_the_one_that_tore(scene):
+    scene.frame_start, scene.frame_end = 1, 16
+    sheets = []
+    # Tearing is stepped with the group's first object's settings ("A ..."): it tears at 1.15, but
+    # only the heavy, weak "B ..." stretches that far.
+    for name, x, material in (("A Strong", -1.5, {}),
+                              ("B Weak", 1.5, {"density": 3.0, "stretch_stiffness": 20.0,
+                                               "shear_stiffness": 5.0})):
+        obj = make_grid(cuts=8, size=1.0, location=(x, 0, 1.0), name=name)
+        pin(obj, np.flatnonzero(np.isclose([v.co.y for v in obj.data.vertices], 0.5)))
+        sheets.append(make_cloth(obj, use_tearing=True, tear_factor=1.15, **material))
+    strong, weak = sheets
+    play(scene, 16)
+    assert strong.modifiers.get(tearing.MODIFIER) is None and tearing.ATTRIBUTE not in strong.data.attributes
+    assert weak.modifiers.get(tearing.MODIFIER) is not None
+    mesh = weak.data
+    cut = np.empty(len(mesh.edges), dtype=bool)
+    mesh.attributes[tearing.ATTRIBUTE].data.foreach_get("value", cut)
+    edges = mesh_io.read_edges(mesh)[cut]
+    rest, now = mesh_io.read_positions(mesh), mesh_io.read_key(mesh_io.sim_key(weak))
+    length = lambda x: np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)  # noqa: E731
+    # the cut edges are the weak sheet's own torn springs: stretched past the tear factor
+    assert 0 < len(edges) < len(cut) and np.all(length(now) > 1.15 * length(rest))
