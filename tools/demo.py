@@ -3,7 +3,8 @@
 Builds a scene (a cloth draped over a ball on a floor, a pinned curtain in a Wind field, and the
 paper's collision experiment: a pinned curtain hit by a ball moving 2 cm per frame, with
 self-collision), makes them cloth with the add-on's operators, bakes them (shape keys and PC2),
-saves dist/demo.blend and renders a baked frame to docs/demo.png with Cycles on the CPU.
+saves dist/demo.blend and renders a baked frame to dist/demo.png with Cycles on the CPU (the README's
+picture, docs/demo.png, is a copy of it).
 """
 
 import argparse
@@ -170,7 +171,7 @@ def main(argv: list[str]) -> int:
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     print(f"saved {blend.relative_to(ROOT)}")
     if not args.no_render:
-        png = ROOT / "docs" / "demo.png"
+        png = ROOT / "dist" / "demo.png"
         started = time.perf_counter()
         render(png, FRAMES, args.samples)
         print(f"rendered frame {FRAMES} to {png.relative_to(ROOT)} in {time.perf_counter() - started:.1f} s")
