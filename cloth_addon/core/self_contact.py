@@ -128,23 +128,20 @@ class SelfContact:
     def candidates(self, x0, x1):
         """Find this substep's candidate pairs from the start x0 and the current end x1, (n, 3) m.
 
-        Proximity: pairs whose bounding spheres at x1 come within the gap (plus a slack).
-        Continuous: the cloth's mass-weighted mean motion moves no pair closer; what each
-        vertex moves apart from it (its deviation) does, so pairs whose start spheres are
-        closer than their deviations (plus the slack) may touch. Valid while no vertex moves
-        more than half the slack from this x1 (valid_for)."""
-        n, d = len(x0), self.distance
+        The cloth's mass-weighted mean motion moves no pair closer; what each vertex moves apart
+        from it (its deviation) does. So two features can touch during the substep, or end
+        closer than the gap, only if their start spheres are closer than their deviations plus
+        the gap; a slack covers what the response still moves. Valid while no vertex moves more
+        than half the slack from this x1 (valid_for)."""
+        d = self.distance
         slack = SLACK * d
         mass = self.model.mass
         motion = x1 - x0
         mean = (mass[:, None] * motion).sum(axis=0) / mass.sum()
         deviation = np.linalg.norm(motion - mean, axis=1)
-        near = self._near(x1, np.full(n, 0.5 * d + slack))
-        moving = self._near(x0, deviation + slack)
+        p, t, a, b = self._near(x0, deviation + 0.5 * d + slack)
         tri_count, edge_count = max(len(self.triangles), 1), max(len(self.edges), 1)
-        vf = np.unique(np.concatenate([near[0] * tri_count + near[1], moving[0] * tri_count + moving[1]]))
-        ee = np.unique(np.concatenate([near[2] * edge_count + near[3], moving[2] * edge_count + moving[3]]))
-        p, t, a, b = vf // tri_count, vf % tri_count, ee // edge_count, ee % edge_count
+        vf, ee = p * tri_count + t, a * edge_count + b
         self._reference, self._slack = x1.copy(), slack
         self.vf = (p, t)
         self.ee = (a, b)
