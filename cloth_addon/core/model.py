@@ -1,12 +1,14 @@
 """ClothModel: the immutable part of a simulation (topology, masses, material)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import topology
+from .bending import bending_matrix
 from .settings import Settings
 
 # Contact broad phases assume no edge grows past this many times its rest length.
@@ -37,10 +39,15 @@ class ClothModel:
     spring_indices:     (s, 2) int64, particle pairs (lo, hi).
     spring_kind:        (s,) int8, topology.STRUCTURAL / SHEAR / BEND.
     spring_rest_length: (s,) float64, m.
-    spring_stiffness:   (s,) float64, N/m (may be inf for the verlet solver: rigid).
+    spring_stiffness:   (s,) float64, N/m (may be inf for the verlet solver: rigid). Bend
+                        springs have 0 for the implicit solvers (bending is `bending` there)
+                        and verlet_bend_stiffness(...) for the verlet solver.
     triangles:          (t, 3) int64, fan triangulation of the faces (wind, collisions).
     faces:              topology.Faces, the polygons as flat corner arrays.
     dropped_springs:    number of zero-length springs removed (coincident vertices).
+    bend_stiffness:     k_b, N m, plate bending stiffness (Settings.bend_stiffness).
+    bending:            (n, n) CSR float64, N/m: k_b Q of the quadratic bending model
+                        (bending.py), E_bend = 1/2 sum over x, y, z of x^T bending x; None = none.
     """
 
     rest_positions: np.ndarray
@@ -55,6 +62,8 @@ class ClothModel:
     triangles: np.ndarray
     faces: topology.Faces
     dropped_springs: int = 0
+    bend_stiffness: float = 0.0
+    bending: sp.csr_matrix | None = None
 
     @property
     def n_particles(self) -> int:
@@ -91,6 +100,32 @@ class ClothModel:
         terms = 0.5 * self.spring_stiffness * stretch**2
         return float(terms.sum() if active is None else terms[active].sum())
 
+    def bending_energy(self, positions: np.ndarray) -> float:
+        """J: 1/2 sum over x, y, z of x^T (k_b Q) x, the quadratic bending energy at positions (n, 3)."""
+        if self.bending is None:
+            return 0.0
+        return 0.5 * float(np.sum(positions * (self.bending @ positions)))
+
+    def bending_forces(self, positions: np.ndarray) -> np.ndarray:
+        """(n, 3) float64, N: -dE_bend/dx = -(k_b Q) x."""
+        if self.bending is None:
+            return np.zeros_like(positions)
+        return -(self.bending @ positions)
+
+    def for_solver(self, solver: str) -> "ClothModel":
+        """This model with the bend springs' stiffness the named solver needs (same springs).
+
+        The implicit solvers bend through `bending` and give bend springs no stiffness; the
+        verlet solver has no energy to add it to and uses the springs instead."""
+        bend = self.spring_kind == topology.BEND
+        wanted = (verlet_bend_stiffness(self.bend_stiffness, self.spring_rest_length[bend])
+                  if solver == "verlet" else 0.0)
+        if np.array_equal(self.spring_stiffness[bend], np.broadcast_to(wanted, bend.sum())):
+            return self
+        stiffness = self.spring_stiffness.copy()
+        stiffness[bend] = wanted
+        return replace(self, spring_stiffness=stiffness)
+
     def spring_forces(self, positions: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
         """(n, 3) float64, N: -dE/dx for the springs (the force each particle feels)."""
         i, j = self.spring_indices.T
@@ -105,6 +140,25 @@ class ClothModel:
         for axis in range(3):
             out[:, axis] = np.bincount(j, f[:, axis], n) - np.bincount(i, f[:, axis], n)
         return out
+
+
+# The fold angle between neighbouring edges at which a skip-one spring of rest length r and
+# the quadratic model store the same energy (see verlet_bend_stiffness).
+VERLET_MATCH_ANGLE = 0.5
+
+
+def verlet_bend_stiffness(bend_stiffness: float, rest_length: np.ndarray) -> np.ndarray:
+    """(s,) float64, N/m: stiffness of skip-one bend springs for a plate stiffness k_b (N m).
+
+    A skip-one spring of rest length r = 2a spans two edges of length a; folded by an angle
+    theta between them it shortens by r (1 - cos(theta / 2)) ~ r theta^2 / 8 and stores
+    k r^2 theta^4 / 128, quartic where the plate stores 1/2 k_b kappa^2 per area
+    (kappa = theta / a, one spring per a^2). No constant k matches at every angle: k is chosen
+    so that the two agree at theta = VERLET_MATCH_ANGLE, k = 64 k_b / (r^2 theta^2); gentler
+    curvature meets less resistance than in the implicit solvers, sharper folds more.
+    rest_length: (s,) m. inf stays inf (rigid, the seed's constraints).
+    """
+    return 64.0 * bend_stiffness / (np.asarray(rest_length, dtype=np.float64) ** 2 * VERLET_MATCH_ANGLE**2)
 
 
 def _validate_vertices(vertices, settings: Settings) -> np.ndarray:
@@ -178,7 +232,10 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
                                   settings.linear_density)
     pin = _pinned_mask(pinned, n)
     inv_mass = np.where(pin, 0.0, 1.0 / mass)
-    per_kind = np.array([settings.stretch_stiffness, settings.shear_stiffness, settings.bend_stiffness])
+    per_kind = np.array([settings.stretch_stiffness, settings.shear_stiffness, 0.0])
+    # none for rigid (inf, verlet only: its springs are the constraints) or absent bending
+    k_b = settings.bend_stiffness
+    bending = (k_b * bending_matrix(positions, faces)).tocsr() if len(faces) and 0.0 < k_b < np.inf else None
     return ClothModel(
         rest_positions=positions,
         mass=mass,
@@ -192,7 +249,10 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
         triangles=triangles,
         faces=faces,
         dropped_springs=dropped,
-    )
+        bend_stiffness=settings.bend_stiffness,
+        bending=bending,
+    ).for_solver(settings.solver)
+
 
 
 def concatenate_models(models) -> tuple[ClothModel, np.ndarray]:

@@ -1,6 +1,7 @@
 """Simulation settings: one validated dataclass shared by every solver.
 
-Units are SI throughout: metres, seconds, kilograms. Stiffness is per spring, in N/m.
+Units are SI throughout: metres, seconds, kilograms. Stretch and shear stiffness are per
+spring, in N/m; bending stiffness is per unit width, in N m (see bend_stiffness).
 On a 2D cloth a constant per-spring stiffness is already resolution independent: a strip of
 width W cut by springs of spacing a has W/a springs in parallel, each of stiffness k and
 length a, so the strip's tension per unit strain is (W/a) * k * a = W * k. That is why the
@@ -43,9 +44,13 @@ class Settings:
     linear_density:    kg/m of loose edges (ropes: edges that belong to no face).
     stretch_stiffness: N/m, springs along mesh edges (membrane tension per unit strain).
     shear_stiffness:   N/m, quad diagonals and n-gon chords.
-    bend_stiffness:    N/m, springs across each interior edge (skip-one springs on a grid).
-                       `math.inf` on any kind makes it a rigid constraint for the verlet solver
-                       (exactly Jakobsen's projection); the implicit solvers need finite values.
+    bend_stiffness:    N m, plate bending stiffness k_b (a sheet bent to radius R stores
+                       1/2 k_b / R^2 per m^2), the same material at every mesh resolution.
+                       The implicit solvers use the quadratic bending model (bending.py); the
+                       verlet solver skip-one springs of model.verlet_bend_stiffness (N/m).
+                       `math.inf` on any stiffness makes it a rigid constraint for the verlet
+                       solver (exactly Jakobsen's projection); the implicit solvers
+                       need finite values.
     damping:           fraction of velocity removed per frame, in [0, 1). A velocity factor
                        of 0.99 per step is damping=0.01 at one substep.
     air_drag:          kg/(m^2 s): force per unit area per m/s of velocity normal to the cloth,
@@ -75,7 +80,7 @@ class Settings:
     linear_density: float = 0.02
     stretch_stiffness: float = 500.0
     shear_stiffness: float = 50.0
-    bend_stiffness: float = 1.0
+    bend_stiffness: float = 2e-5
     damping: float = 0.01
     air_drag: float = 1.0
     wind: tuple = (0.0, 0.0, 0.0)

@@ -130,6 +130,8 @@ class Simulation:
                              "make a new Simulation to change it")
         self._settings = value
         if changed - LIVE_FIELDS:
+            # verlet bends with springs, the implicit solvers with the bending matrix
+            self.model = self.model.for_solver(value.solver)
             self.solver = make_solver(self.model, value)
             self.solver.set_active(~self._torn)
 

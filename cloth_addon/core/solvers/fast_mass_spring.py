@@ -6,6 +6,9 @@ Implicit Euler as a minimisation over the free particles x:
 Block coordinate descent alternates
     local:  d_i = r_i (p_i1 - p_i2) / |p_i1 - p_i2|                  (one normalisation per spring)
     global: (M + h^2 L) x = M y + h^2 J d - h^2 L_fp x_pinned         (a prefactored solve, 3 RHS)
+The quadratic bending energy 1/2 x^T B x (B = k_b Q, bending.py) has a constant Hessian: it
+joins L (L = A^T K A + B), so bending costs nothing per iteration. Springs of zero stiffness
+(the bend springs, which only the verlet solver uses) are left out of the local step.
 Pinned particles are eliminated from the system (their rows and columns removed, their known
 positions moved to the right-hand side), so moving pins never refactors. Tearing changes L:
 the solver refactors once, lazily, on the next step. Chebyshev semi-iterative acceleration
@@ -33,15 +36,18 @@ DEFAULT_RHO = 0.95
 CHEBYSHEV_DELAY = 2
 
 
-def spring_matrices(incidence, stiffness, free, pinned):
-    """L = A^T K A and J = A^T K, split by free/pinned particles, from the (s, n) incidence A
-    (+1 at a spring's first particle, -1 at its second) and K = diag(stiffness).
+def spring_matrices(incidence, stiffness, free, pinned, bending=None):
+    """L = A^T K A (+ bending) and J = A^T K, split by free/pinned particles, from the (s, n)
+    incidence A (+1 at a spring's first particle, -1 at its second) and K = diag(stiffness).
 
+    bending: optional (n, n) constant Hessian of the bending energy (N/m), added to L.
     Returns (L_ff, L_fp, J_f): L_ff (f, f) CSC for the system, L_fp (f, p) CSR coupling to
     the pinned particles, J_f (f, s) CSR. free, pinned: particle indices.
     """
     weighted = (incidence.T @ sp.diags(stiffness)).tocsr()  # J, (n, s)
     laplacian = (weighted @ incidence).tocsr()
+    if bending is not None:
+        laplacian = (laplacian + bending).tocsr()
     return laplacian[free][:, free].tocsc(), laplacian[free][:, pinned].tocsr(), weighted[free]
 
 
@@ -57,16 +63,18 @@ class FastMassSpringSolver(InertialSolver):
         self.chebyshev = settings.chebyshev
         self.rho = settings.chebyshev_rho if settings.chebyshev_rho is not None else DEFAULT_RHO
         self.free = np.flatnonzero(~model.pinned)
-        self.one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
-        self.rest = model.spring_rest_length
-        self.active = np.ones(model.n_springs, dtype=bool)
-        s = model.n_springs
+        # the springs with stiffness; every per-spring array below is over these only
+        self.springs = np.flatnonzero(model.spring_stiffness > 0.0)
+        self.one_sided = (settings.one_sided & (model.spring_kind == STRUCTURAL))[self.springs]
+        self.rest = model.spring_rest_length[self.springs]
+        self.active = np.ones(len(self.springs), dtype=bool)
+        s = len(self.springs)
         # p_i1 - p_i2 as sparse products (one call instead of two row gathers and a
         # subtraction), split so that the pinned particles' part is computed once per step,
         # not once per iteration
+        ends = model.spring_indices[self.springs].T.ravel()
         self.incidence = incidence = sp.csc_matrix(
-            (np.repeat([1.0, -1.0], s), (np.tile(np.arange(s), 2), model.spring_indices.T.ravel())),
-            shape=(s, model.n_particles))
+            (np.repeat([1.0, -1.0], s), (np.tile(np.arange(s), 2), ends)), shape=(s, model.n_particles))
         # Iterations keep coordinates as rows, (3, f) and (3, s): element-wise work runs on
         # long contiguous rows instead of strided (s, 3) columns, and one block-diagonal
         # product handles x, y and z in a single call.
@@ -78,7 +86,7 @@ class FastMassSpringSolver(InertialSolver):
 
     def set_active(self, active: np.ndarray) -> None:
         """active: (s,) bool, springs that still exist; a change refactors on the next step."""
-        active = np.asarray(active, dtype=bool)
+        active = np.asarray(active, dtype=bool)[self.springs]
         if not np.array_equal(active, self.active):
             self.active = active.copy()
             self._dirty = True
@@ -86,9 +94,9 @@ class FastMassSpringSolver(InertialSolver):
     def _refactor(self) -> None:
         start = time.perf_counter()
         h2 = self.h * self.h
-        stiffness = np.where(self.active, self.model.spring_stiffness, 0.0)
+        stiffness = np.where(self.active, self.model.spring_stiffness[self.springs], 0.0)
         self.L_ff, self.L_fp, self.J_f = spring_matrices(self.incidence, stiffness, self.free,
-                                                         self.model.pinned_indices)
+                                                         self.model.pinned_indices, self.model.bending)
         self.mass_f = self.model.mass[self.free]
         system = sp.diags(self.mass_f).tocsc() + h2 * self.L_ff
         self.solve = factorize(system)

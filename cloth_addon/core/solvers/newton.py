@@ -5,6 +5,8 @@ iteration builds the sparse 3f x 3f Hessian M + h^2 sum_i H_i with the spring bl
     H_i = k (n n^T + max(0, 1 - r/l) (I - n n^T))
 (the clamp drops the negative curvature of compressed springs, keeping it positive
 definite), factors it, solves for the step and backtracks until g decreases (Armijo).
+E includes the quadratic bending energy 1/2 x^T B x (B = k_b Q, constant): it adds B x to the
+gradient and B (one copy per coordinate) to the Hessian.
 """
 
 import numpy as np
@@ -27,6 +29,10 @@ class NewtonSolver(InertialSolver):
         # each free particle's row block in the Hessian; -1 for pinned ones
         self.free_index = np.full(model.n_particles, -1, dtype=np.int64)
         self.free_index[self.free] = np.arange(len(self.free))
+        bending = model.bending
+        # B over the free particles in the Hessian's interleaved (x, y, z) order, built once
+        self.bending_hessian = (None if bending is None else
+                                sp.kron(bending[self.free][:, self.free], sp.identity(3)).tocsc())
 
     def set_active(self, active: np.ndarray) -> None:
         """active: (s,) bool, springs that still exist (the Hessian is rebuilt every iteration)."""
@@ -41,17 +47,18 @@ class NewtonSolver(InertialSolver):
         return self.active & ~(self.one_sided & compressed)
 
     def objective(self, x, y) -> float:
-        """g(x), J: inertia plus h^2 times the spring energy of the working springs."""
+        """g(x), J: inertia plus h^2 times the energy of the working springs and of bending."""
         inertia = 0.5 * float(np.sum(self.model.mass[:, None] * (x - y) ** 2))
-        return inertia + self.h * self.h * self.model.energy(x, self.working(x))
+        elastic = self.model.energy(x, self.working(x)) + self.model.bending_energy(x)
+        return inertia + self.h * self.h * elastic
 
     def gradient(self, x, y) -> np.ndarray:
         """(f, 3) dg/dx over the free particles."""
-        forces = self.model.spring_forces(x, self.working(x))
+        forces = self.model.spring_forces(x, self.working(x)) + self.model.bending_forces(x)
         return (self.model.mass[:, None] * (x - y) - self.h * self.h * forces)[self.free]
 
     def hessian(self, x) -> sp.csc_matrix:
-        """(3f, 3f) M + h^2 * (clamped spring Hessian) over the free particles."""
+        """(3f, 3f) M + h^2 * (clamped spring Hessian + bending) over the free particles."""
         i, j = self.model.spring_indices.T
         delta = x[i] - x[j]
         length = np.maximum(np.linalg.norm(delta, axis=1), 1e-12)
@@ -73,6 +80,8 @@ class NewtonSolver(InertialSolver):
         h2 = self.h * self.h
         springs = sp.csc_matrix((h2 * np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                                 shape=(size, size))
+        if self.bending_hessian is not None:
+            springs = springs + h2 * self.bending_hessian
         return sp.diags(np.repeat(self.model.mass[self.free], 3)).tocsc() + springs
 
     def advance(self, positions, previous, accel, pin_targets, iterations=None, callback=None,

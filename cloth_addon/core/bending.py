@@ -1,0 +1,94 @@
+"""Quadratic isometric bending (Bergou, Wardetzky, Harmon, Zorin, Grinspun 2006).
+
+For an interior edge (x0, x1) of a triangulation with opposite vertices x2 (triangle A) and
+x3 (triangle B), and c_vT the cotangent of the rest angle at vertex v in triangle T,
+
+    K = [c_1A + c_1B,  c_0A + c_0B,  -(c_0A + c_1A),  -(c_0B + c_1B)]      (on x0, x1, x2, x3)
+    Q_e = 3 / (A_A + A_B) K^T K                                              (Bergou's 4 x 4)
+
+Per triangle, c_1 x0 + c_0 x1 - (c_0 + c_1) x_opp = |e| u, with u the unit vector in that
+triangle's plane, normal to the edge, pointing from the opposite vertex to it; so
+K x = |e| (u_A + u_B): 0 for a flat diamond in any rigid position, of length 2 |e| sin(theta / 2)
+for a dihedral angle theta. The energy is quadratic in x with a constant Hessian.
+
+Calibration (tests/core/test_bending.py). A sheet bent into a cylinder of radius R about an
+axis along a family of mesh edges stores, per unit area, sum_e x^T Q_e x = 3 / R^2 (only that
+family's edges bend, each by theta = a / R); about other axes more, up to 3x that across the
+diagonals of a fan-triangulated quad grid, because the edge-based sum has no cross terms
+between edges. So that k_b is the plate bending stiffness in N m, this module uses
+Q = 1/3 sum_e Q_e, i.e. E / area = 1/2 k_b / R^2 for bends about mesh edges, and averages
+the two triangulations of every quad (fans from corner 0 and from corner 1), which makes the
+two diagonals equal: a bend about a grid diagonal then stores at most 2x that
+(docs/TECHNICAL.md, "Bending").
+
+The rest shape is taken as flat: a curved rest shape is not the zero-energy state, it relaxes
+towards flat with the bending stiffness (no rest-curvature term).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .topology import Faces, pair_keys, triangulate
+
+# Triangles whose rest area is below this fraction of the squared mesh size carry no bending
+# (their cotangents are undefined).
+_DEGENERATE_AREA = 1e-14
+
+
+def hinges(triangles: np.ndarray, n: int) -> np.ndarray:
+    """(e, 4) int64: (x0, x1, x2, x3) for every edge shared by exactly two triangles, x0 < x1.
+
+    triangles: (t, 3) int. Boundary edges and edges of three or more triangles are left out.
+    """
+    a = triangles.reshape(-1)
+    b = triangles[:, [1, 2, 0]].reshape(-1)
+    opposite = triangles[:, [2, 0, 1]].reshape(-1)
+    keys = pair_keys(a, b, n)
+    order = np.argsort(keys, kind="stable")
+    _, first, counts = np.unique(keys[order], return_index=True, return_counts=True)
+    shared = first[counts == 2]
+    one, two = order[shared], order[shared + 1]
+    return np.stack([np.minimum(a[one], b[one]), np.maximum(a[one], b[one]),
+                     opposite[one], opposite[two]], axis=1).astype(np.int64)
+
+
+def _cotangent(apex: np.ndarray, p: np.ndarray, q: np.ndarray):
+    """(e,) cot of the angle at `apex` between p and q, and (e,) twice the triangle's area."""
+    u, v = p - apex, q - apex
+    double_area = np.linalg.norm(np.cross(u, v), axis=1)
+    return np.einsum("ij,ij->i", u, v) / np.maximum(double_area, 1e-300), double_area
+
+
+def hinge_matrix(rest: np.ndarray, triangles: np.ndarray) -> sp.csr_matrix:
+    """(n, n) CSR float64, 1/m^2: sum over interior edges of 1/3 Q_e (Bergou's Q_e).
+
+    rest: (n, 3) float64 rest positions, m. triangles: (t, 3) int.
+    """
+    n = len(rest)
+    hinge = hinges(np.asarray(triangles, dtype=np.int64).reshape(-1, 3), n)
+    x0, x1, x2, x3 = (rest[hinge[:, k]] for k in range(4))
+    c0a, area_a = _cotangent(x0, x1, x2)
+    c0b, area_b = _cotangent(x0, x1, x3)
+    c1a, _ = _cotangent(x1, x0, x2)
+    c1b, _ = _cotangent(x1, x0, x3)
+    size = float(np.ptp(rest, axis=0).max()) if n else 0.0
+    smallest = 2.0 * _DEGENERATE_AREA * size * size
+    keep = (area_a > smallest) & (area_b > smallest)
+    k = np.stack([c1a + c1b, c0a + c0b, -(c0a + c1a), -(c0b + c1b)], axis=1)[keep]
+    # 1/3 of 3 / (A_A + A_B), with the areas held doubled
+    weight = 2.0 / (area_a + area_b)[keep]
+    hinge = hinge[keep]
+    values = weight[:, None, None] * k[:, :, None] * k[:, None, :]
+    rows = np.broadcast_to(hinge[:, :, None], values.shape).ravel()
+    cols = np.broadcast_to(hinge[:, None, :], values.shape).ravel()
+    return sp.csr_matrix((values.ravel(), (rows, cols)), shape=(n, n))
+
+
+def bending_matrix(rest: np.ndarray, faces: Faces) -> sp.csr_matrix:
+    """Q, (n, n) symmetric positive semi-definite CSR float64, 1/m^2: E = 1/2 k_b sum_xyz x^T Q x.
+
+    rest: (n, 3) float64 rest positions, m (taken as the flat, unbent shape). faces: the
+    polygons; every face is cut into triangles twice (fans from its first and its second
+    corner) and the two hinge matrices averaged, so a quad's two diagonals count alike.
+    """
+    return 0.5 * (hinge_matrix(rest, triangulate(faces, 0)) + hinge_matrix(rest, triangulate(faces, 1)))
