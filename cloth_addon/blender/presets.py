@@ -1,23 +1,9 @@
-"""Material presets: typical densities (kg/m²) and spring stiffnesses (N/m) of common fabrics."""
+"""Material presets for the Presets menu: the core's fabrics (core/materials.py), in SI units."""
 
-# Stiffness follows the core's default cotton (500 / 50 / 1 N/m: about 0.6% strain at the top of
-# a 2 m hanging sheet); stiffer fabrics scale it up, and the fast solver stays converged at 10
-# iterations across this range.
-PRESETS = {
-    "COTTON": dict(density=0.15, stretch_stiffness=500.0, shear_stiffness=50.0, bend_stiffness=1.0,
-                   damping=0.01, air_drag=1.0),
-    "SILK": dict(density=0.06, stretch_stiffness=200.0, shear_stiffness=10.0, bend_stiffness=0.1,
-                 damping=0.005, air_drag=1.5),
-    "DENIM": dict(density=0.4, stretch_stiffness=2000.0, shear_stiffness=200.0, bend_stiffness=10.0,
-                  damping=0.02, air_drag=0.8),
-    "LEATHER": dict(density=0.6, stretch_stiffness=4000.0, shear_stiffness=800.0, bend_stiffness=40.0,
-                    damping=0.03, air_drag=0.5),
-    "RUBBER": dict(density=0.5, stretch_stiffness=100.0, shear_stiffness=50.0, bend_stiffness=2.0,
-                   damping=0.005, air_drag=0.5),
-}
+from ..core.materials import FABRICS as PRESETS
 
 PRESET_ITEMS = [(key, key.title(), f"{key.title()}: density {values['density']} kg/m², "
-                 f"stretch {values['stretch_stiffness']:g} N/m, bending {values['bend_stiffness']:g} N/m")
+                 f"stretch {values['stretch_stiffness']:g} N/m, bending {values['bend_stiffness']:g} N·m")
                 for key, values in PRESETS.items()]
 
 

@@ -55,8 +55,9 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         name="Shear", default=50.0, min=0.0, soft_max=20000.0, update=_invalidate,
         description="Stiffness of springs across face diagonals, N/m")
     bend_stiffness: FloatProperty(
-        name="Bending", default=1.0, min=0.0, soft_max=5000.0, update=_invalidate,
-        description="Stiffness of springs across edges that resist folding, N/m")
+        name="Bending", default=2e-5, min=0.0, soft_max=0.01, precision=6, update=_invalidate,
+        description="Plate bending stiffness, N·m (the same material at any mesh resolution): "
+                    "silk 0.000001, cotton 0.00002, denim 0.0003, leather 0.002")
     damping: FloatProperty(
         name="Damping", default=0.01, min=0.0, max=0.99, precision=3, update=_invalidate,
         description="Fraction of velocity removed each frame")

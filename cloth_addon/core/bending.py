@@ -59,10 +59,11 @@ def _cotangent(apex: np.ndarray, p: np.ndarray, q: np.ndarray):
     return np.einsum("ij,ij->i", u, v) / np.maximum(double_area, 1e-300), double_area
 
 
-def hinge_matrix(rest: np.ndarray, triangles: np.ndarray) -> sp.csr_matrix:
+def hinge_matrix(rest: np.ndarray, triangles: np.ndarray, rigid: np.ndarray | None = None) -> sp.csr_matrix:
     """(n, n) CSR float64, 1/m^2: sum over interior edges of 1/3 Q_e (Bergou's Q_e).
 
-    rest: (n, 3) float64 rest positions, m. triangles: (t, 3) int.
+    rest: (n, 3) float64 rest positions, m. triangles: (t, 3) int. rigid: optional (n,) bool,
+    particles that do not move (pins); see bending_matrix.
     """
     n = len(rest)
     hinge = hinges(np.asarray(triangles, dtype=np.int64).reshape(-1, 3), n)
@@ -75,8 +76,15 @@ def hinge_matrix(rest: np.ndarray, triangles: np.ndarray) -> sp.csr_matrix:
     smallest = 2.0 * _DEGENERATE_AREA * size * size
     keep = (area_a > smallest) & (area_b > smallest)
     k = np.stack([c1a + c1b, c0a + c0b, -(c0a + c1a), -(c0b + c1b)], axis=1)[keep]
-    # 1/3 of 3 / (A_A + A_B), with the areas held doubled
-    weight = 2.0 / (area_a + area_b)[keep]
+    # 1/3 of 3 / (A_A + A_B), with the areas held doubled. Next to a rigid triangle (all three
+    # corners pinned: a clamp) the fold's curvature can only spread over the free triangle, so
+    # the hinge's area is that triangle's alone (twice the weight for equal triangles).
+    area = area_a + area_b
+    if rigid is not None:
+        fixed_a = rigid[hinge[:, 0]] & rigid[hinge[:, 1]] & rigid[hinge[:, 2]]
+        fixed_b = rigid[hinge[:, 0]] & rigid[hinge[:, 1]] & rigid[hinge[:, 3]]
+        area = np.where(fixed_a, area_b, np.where(fixed_b, area_a, area))
+    weight = 2.0 / area[keep]
     hinge = hinge[keep]
     values = weight[:, None, None] * k[:, :, None] * k[:, None, :]
     rows = np.broadcast_to(hinge[:, :, None], values.shape).ravel()
@@ -84,11 +92,14 @@ def hinge_matrix(rest: np.ndarray, triangles: np.ndarray) -> sp.csr_matrix:
     return sp.csr_matrix((values.ravel(), (rows, cols)), shape=(n, n))
 
 
-def bending_matrix(rest: np.ndarray, faces: Faces) -> sp.csr_matrix:
+def bending_matrix(rest: np.ndarray, faces: Faces, rigid: np.ndarray | None = None) -> sp.csr_matrix:
     """Q, (n, n) symmetric positive semi-definite CSR float64, 1/m^2: E = 1/2 k_b sum_xyz x^T Q x.
 
     rest: (n, 3) float64 rest positions, m (taken as the flat, unbent shape). faces: the
     polygons; every face is cut into triangles twice (fans from its first and its second
     corner) and the two hinge matrices averaged, so a quad's two diagonals count alike.
+    rigid: optional (n,) bool, pinned particles: a hinge between a pinned triangle and a free
+    one is a clamp, where a cantilever's curvature is largest; counting it like any other hinge
+    made a coarse clamped strip droop 17% more than a fine one.
     """
-    return 0.5 * (hinge_matrix(rest, triangulate(faces, 0)) + hinge_matrix(rest, triangulate(faces, 1)))
+    return 0.5 * sum(hinge_matrix(rest, triangulate(faces, first), rigid) for first in (0, 1))

@@ -235,7 +235,9 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
     per_kind = np.array([settings.stretch_stiffness, settings.shear_stiffness, 0.0])
     # none for rigid (inf, verlet only: its springs are the constraints) or absent bending
     k_b = settings.bend_stiffness
-    bending = (k_b * bending_matrix(positions, faces)).tocsr() if len(faces) and 0.0 < k_b < np.inf else None
+    bending = None
+    if len(faces) and 0.0 < k_b < np.inf:
+        bending = (k_b * bending_matrix(positions, faces, pin)).tocsr()
     return ClothModel(
         rest_positions=positions,
         mass=mass,

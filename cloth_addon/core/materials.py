@@ -1,0 +1,28 @@
+"""Fabric presets: Settings fields of common materials (SI units, see settings.py).
+
+Bending stiffness k_b (N m) follows from a fabric's bending length c, the overhang whose
+weight bends a cantilever strip of it by about 41.5 degrees (Peirce's cantilever test):
+k_b = w c^3 with w = density * g the weight per area. Typical bending lengths: silk
+1-1.5 cm, cotton shirting 2-2.5 cm, denim 4-5 cm, garment leather 6-8 cm. The values below
+are the c given per preset, rounded; `python build.py` users see them in the Presets menu.
+
+    preset    density kg/m^2   c (cm)   k_b (N m)
+    SILK      0.06             1.2      1e-6
+    COTTON    0.15             2.4      2e-5
+    RUBBER    0.5              2.2      5e-5
+    DENIM     0.4              4.2      3e-4
+    LEATHER   0.6              7.0      2e-3
+"""
+
+FABRICS = {
+    "COTTON": dict(density=0.15, stretch_stiffness=500.0, shear_stiffness=50.0, bend_stiffness=2e-5,
+                   damping=0.01, air_drag=1.0),
+    "SILK": dict(density=0.06, stretch_stiffness=200.0, shear_stiffness=10.0, bend_stiffness=1e-6,
+                 damping=0.005, air_drag=1.5),
+    "DENIM": dict(density=0.4, stretch_stiffness=2000.0, shear_stiffness=200.0, bend_stiffness=3e-4,
+                  damping=0.02, air_drag=0.8),
+    "LEATHER": dict(density=0.6, stretch_stiffness=4000.0, shear_stiffness=800.0, bend_stiffness=2e-3,
+                    damping=0.03, air_drag=0.5),
+    "RUBBER": dict(density=0.5, stretch_stiffness=100.0, shear_stiffness=50.0, bend_stiffness=5e-5,
+                   damping=0.005, air_drag=0.5),
+}
