@@ -3,8 +3,8 @@
 Bending stiffness k_b (N m) follows from a fabric's bending length c, the overhang whose
 weight bends a cantilever strip of it by about 41.5 degrees (Peirce's cantilever test):
 k_b = w c^3 with w = density * g the weight per area. Typical bending lengths: silk
-1-1.5 cm, cotton shirting 2-2.5 cm, denim 4-5 cm, garment leather 6-8 cm. The values below
-are the c given per preset, rounded; `python build.py` users see them in the Presets menu.
+1-1.5 cm, cotton shirting 2-2.5 cm, denim 4-5 cm, garment leather 6-8 cm. k_b below is
+w c^3 for the c given, rounded. The Blender layer offers these as its Presets menu.
 
     preset    density kg/m^2   c (cm)   k_b (N m)
     SILK      0.06             1.2      1e-6
