@@ -19,7 +19,7 @@ between edges. So that k_b is the plate bending stiffness in N m, this module us
 Q = 1/3 sum_e Q_e, i.e. E / area = 1/2 k_b / R^2 for bends about mesh edges, and averages
 the two triangulations of every quad (fans from corner 0 and from corner 1), which makes the
 two diagonals equal: a bend about a grid diagonal then stores at most 2x that
-(docs/TECHNICAL.md, "Bending").
+(README.md, "Bending (N·m) and the material presets").
 
 The rest shape is taken as flat: a curved rest shape is not the zero-energy state, it relaxes
 towards flat with the bending stiffness (no rest-curvature term).
@@ -100,6 +100,6 @@ def bending_matrix(rest: np.ndarray, faces: Faces, rigid: np.ndarray | None = No
     corner) and the two hinge matrices averaged, so a quad's two diagonals count alike.
     rigid: optional (n,) bool, pinned particles: a hinge between a pinned triangle and a free
     one is a clamp, where a cantilever's curvature is largest; counting it like any other hinge
-    made a coarse clamped strip droop 17% more than a fine one.
+    made a clamped leather strip droop 10% more at 25 mm spacing than at 6 mm.
     """
     return 0.5 * sum(hinge_matrix(rest, triangulate(faces, first), rigid) for first in (0, 1))
