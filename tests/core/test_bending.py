@@ -89,6 +89,8 @@ def test_hinges_are_the_edges_of_two_triangles():
     assert sorted(map(tuple, found[:, :2])) == [(1, 2), (2, 3)]
     row = found[found[:, 0] == 1][0]
     assert set(row[2:]) == {0, 3}
+    # a third triangle on edge (1, 2) makes it non-manifold: no hinge there
+    assert (1, 2) not in map(tuple, hinges(np.vstack([triangles, [[1, 2, 5]]]), 6)[:, :2])
 
 
 def test_models_bend_with_the_matrix_or_with_springs_never_both(grid):
