@@ -25,6 +25,8 @@ The rest shape is taken as flat: a curved rest shape is not the zero-energy stat
 towards flat with the bending stiffness (no rest-curvature term).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -59,8 +61,37 @@ def _cotangent(apex: np.ndarray, p: np.ndarray, q: np.ndarray):
     return np.einsum("ij,ij->i", u, v) / np.maximum(double_area, 1e-300), double_area
 
 
-def hinge_matrix(rest: np.ndarray, triangles: np.ndarray, rigid: np.ndarray | None = None) -> sp.csr_matrix:
-    """(n, n) CSR float64, 1/m^2: sum over interior edges of 1/3 Q_e (Bergou's Q_e).
+class BendingTerms(NamedTuple):
+    """The hinges behind a bending matrix, kept so that torn springs can cut theirs.
+
+    hinges:  (h, 4) int64, (x0, x1, x2, x3) per hinge (see hinges()).
+    values:  (h, 4, 4) float64, each hinge's block of the matrix (its units).
+    springs: (h, 5) int64, index of the spring along each of the hinge's five edges
+             ((x0, x1), (x0, x2), (x1, x2), (x0, x3), (x1, x3)), -1 where there is none.
+    """
+
+    hinges: np.ndarray
+    values: np.ndarray
+    springs: np.ndarray
+
+    def matrix(self, n: int, active: np.ndarray | None = None) -> sp.csr_matrix:
+        """(n, n) CSR sum of the blocks; with active ((s,) bool, springs that exist) only of
+        hinges whose five edges are all intact: a torn edge leaves no fold to resist there."""
+        hinge, values = self.hinges, self.values
+        if active is not None:
+            intact = np.all(np.where(self.springs >= 0, active[self.springs], True), axis=1)
+            hinge, values = hinge[intact], values[intact]
+        rows = np.broadcast_to(hinge[:, :, None], values.shape).ravel()
+        cols = np.broadcast_to(hinge[:, None, :], values.shape).ravel()
+        return sp.csr_matrix((values.ravel(), (rows, cols)), shape=(n, n))
+
+    def scaled(self, factor: float) -> "BendingTerms":
+        return self._replace(values=factor * self.values)
+
+
+def hinge_terms(rest: np.ndarray, triangles: np.ndarray, rigid: np.ndarray | None = None):
+    """Each interior edge's 1/3 Q_e (Bergou's Q_e): (hinges (h, 4) int64, blocks (h, 4, 4)
+    float64, 1/m^2).
 
     rest: (n, 3) float64 rest positions, m. triangles: (t, 3) int. rigid: optional (n,) bool,
     particles that do not move (pins); see bending_matrix.
@@ -85,11 +116,27 @@ def hinge_matrix(rest: np.ndarray, triangles: np.ndarray, rigid: np.ndarray | No
         fixed_b = rigid[hinge[:, 0]] & rigid[hinge[:, 1]] & rigid[hinge[:, 3]]
         area = np.where(fixed_a, area_b, np.where(fixed_b, area_a, area))
     weight = 2.0 / area[keep]
-    hinge = hinge[keep]
-    values = weight[:, None, None] * k[:, :, None] * k[:, None, :]
-    rows = np.broadcast_to(hinge[:, :, None], values.shape).ravel()
-    cols = np.broadcast_to(hinge[:, None, :], values.shape).ravel()
-    return sp.csr_matrix((values.ravel(), (rows, cols)), shape=(n, n))
+    return hinge[keep], weight[:, None, None] * k[:, :, None] * k[:, None, :]
+
+
+def bending_terms(rest: np.ndarray, faces: Faces, rigid: np.ndarray | None = None,
+                  springs: np.ndarray | None = None) -> BendingTerms:
+    """The hinges of Q (see bending_matrix), 1/m^2. springs: optional (s, 2) int particle
+    pairs, to name the spring along each hinge edge (BendingTerms.springs; all -1 without)."""
+    n = len(rest)
+    parts = [hinge_terms(rest, triangulate(faces, first), rigid) for first in (0, 1)]
+    hinge = np.concatenate([part[0] for part in parts])
+    values = 0.5 * np.concatenate([part[1] for part in parts])
+    edge_ends = hinge[:, [0, 0, 1, 0, 1]], hinge[:, [1, 2, 2, 3, 3]]
+    edge_index = np.full(edge_ends[0].shape, -1, dtype=np.int64)
+    if springs is not None and len(springs) and len(hinge):
+        keys = pair_keys(springs[:, 0], springs[:, 1], n)
+        order = np.argsort(keys)
+        wanted = pair_keys(*edge_ends, n)
+        at = np.minimum(np.searchsorted(keys[order], wanted), len(keys) - 1)
+        found = keys[order][at] == wanted
+        edge_index[found] = order[at][found]
+    return BendingTerms(hinge, values, edge_index)
 
 
 def bending_matrix(rest: np.ndarray, faces: Faces, rigid: np.ndarray | None = None) -> sp.csr_matrix:
@@ -102,4 +149,9 @@ def bending_matrix(rest: np.ndarray, faces: Faces, rigid: np.ndarray | None = No
     one is a clamp, where a cantilever's curvature is largest; counting it like any other hinge
     made a clamped leather strip droop 10% more at 25 mm spacing than at 6 mm.
     """
-    return 0.5 * sum(hinge_matrix(rest, triangulate(faces, first), rigid) for first in (0, 1))
+    return bending_terms(rest, faces, rigid).matrix(len(rest))
+
+
+def quadratic_energy(matrix: sp.spmatrix | None, positions: np.ndarray) -> float:
+    """J: 1/2 sum over x, y, z of x^T B x for B (n, n) in N/m and positions (n, 3) in m."""
+    return 0.0 if matrix is None else 0.5 * float(np.sum(positions * (matrix @ positions)))

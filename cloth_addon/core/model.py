@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import topology
-from .bending import bending_matrix
+from .bending import BendingTerms, bending_terms, quadratic_energy
 from .settings import Settings
 
 # Contact broad phases assume no edge grows past this many times its rest length.
@@ -48,6 +48,7 @@ class ClothModel:
     bend_stiffness:     k_b, N m, plate bending stiffness (Settings.bend_stiffness).
     bending:            (n, n) CSR float64, N/m: k_b Q of the quadratic bending model
                         (bending.py), E_bend = 1/2 sum over x, y, z of x^T bending x; None = none.
+    bending_terms:      bending.BendingTerms, its hinges (k_b included), for tearing.
     """
 
     rest_positions: np.ndarray
@@ -64,6 +65,7 @@ class ClothModel:
     dropped_springs: int = 0
     bend_stiffness: float = 0.0
     bending: sp.csr_matrix | None = None
+    bending_terms: BendingTerms | None = None
 
     @property
     def n_particles(self) -> int:
@@ -102,9 +104,14 @@ class ClothModel:
 
     def bending_energy(self, positions: np.ndarray) -> float:
         """J: 1/2 sum over x, y, z of x^T (k_b Q) x, the quadratic bending energy at positions (n, 3)."""
-        if self.bending is None:
-            return 0.0
-        return 0.5 * float(np.sum(positions * (self.bending @ positions)))
+        return quadratic_energy(self.bending, positions)
+
+    def bending_matrix(self, active: np.ndarray | None = None) -> sp.csr_matrix | None:
+        """(n, n) CSR, N/m: k_b Q without the hinges that touch a torn spring (active: (s,)
+        bool, springs that still exist; None = all); None without bending."""
+        if self.bending is None or active is None or np.all(active):
+            return self.bending
+        return self.bending_terms.matrix(self.n_particles, active)
 
     def bending_forces(self, positions: np.ndarray) -> np.ndarray:
         """(n, 3) float64, N: -dE_bend/dx = -(k_b Q) x."""
@@ -235,9 +242,10 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
     per_kind = np.array([settings.stretch_stiffness, settings.shear_stiffness, 0.0])
     # none for rigid (inf, verlet only: its springs are the constraints) or absent bending
     k_b = settings.bend_stiffness
-    bending = None
+    terms = bending = None
     if len(faces) and 0.0 < k_b < np.inf:
-        bending = (k_b * bending_matrix(positions, faces, pin)).tocsr()
+        terms = bending_terms(positions, faces, pin, pairs).scaled(k_b)
+        bending = terms.matrix(n)
     return ClothModel(
         rest_positions=positions,
         mass=mass,
@@ -253,6 +261,7 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
         dropped_springs=dropped,
         bend_stiffness=settings.bend_stiffness,
         bending=bending,
+        bending_terms=terms,
     ).for_solver(settings.solver)
 
 

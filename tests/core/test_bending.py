@@ -10,6 +10,7 @@ from cloth_addon.core.bending import bending_matrix, hinges
 from cloth_addon.core.materials import FABRICS
 from cloth_addon.core.model import VERLET_MATCH_ANGLE, build_model
 from cloth_addon.core.scenes import grid
+from cloth_addon.core.state import ClothState
 from cloth_addon.core.topology import BEND, parse_faces
 
 
@@ -181,3 +182,22 @@ def test_verlet_bend_springs_follow_the_bending_stiffness():
         return -sim.positions[:, 2].min()
 
     assert verlet_droop() < verlet_droop(bend_stiffness=0.0) - 0.005
+
+
+@pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])
+def test_a_torn_corner_feels_no_bending(grid, solver):
+    # every spring at a corner torn: no hinge holds it, so moved away it stays where it is
+    v, f, index = grid(6, 6, plane="xy")
+    settings = Settings(solver=solver, gravity=(0, 0, 0), air_drag=0.0, damping=0.0, bend_stiffness=2e-3)
+    sim = Simulation(v, f, settings)
+    corner = index[0, 0]
+    torn = np.any(sim.model.spring_indices == corner, axis=1)
+    moved = v.copy()
+    moved[corner] += (0.1, 0.1, 0.5)
+    sim.state = ClothState(moved, moved.copy(), torn)
+    sim.step(5)
+    np.testing.assert_allclose(sim.positions, moved, atol=1e-9)
+    # the same cut corner with its springs intact is pulled back
+    sim.state = ClothState(moved, moved.copy(), None)
+    sim.step(5)
+    assert np.linalg.norm(sim.positions[corner] - moved[corner]) > 0.05

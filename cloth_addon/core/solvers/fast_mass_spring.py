@@ -68,6 +68,7 @@ class FastMassSpringSolver(InertialSolver):
         self.one_sided = (settings.one_sided & (model.spring_kind == STRUCTURAL))[self.springs]
         self.rest = model.spring_rest_length[self.springs]
         self.active = np.ones(len(self.springs), dtype=bool)
+        self.spring_active = np.ones(model.n_springs, dtype=bool)
         s = len(self.springs)
         # p_i1 - p_i2 as sparse products (one call instead of two row gathers and a
         # subtraction), split so that the pinned particles' part is computed once per step,
@@ -86,9 +87,12 @@ class FastMassSpringSolver(InertialSolver):
 
     def set_active(self, active: np.ndarray) -> None:
         """active: (s,) bool, springs that still exist; a change refactors on the next step."""
-        active = np.asarray(active, dtype=bool)[self.springs]
-        if not np.array_equal(active, self.active):
-            self.active = active.copy()
+        active = np.asarray(active, dtype=bool)
+        # any spring counts, not only those with stiffness: a torn edge also cuts the bending
+        # hinges across it
+        if not np.array_equal(active, self.spring_active):
+            self.spring_active = active.copy()
+            self.active = active[self.springs]
             self._dirty = True
 
     def _refactor(self) -> None:
@@ -96,7 +100,8 @@ class FastMassSpringSolver(InertialSolver):
         h2 = self.h * self.h
         stiffness = np.where(self.active, self.model.spring_stiffness[self.springs], 0.0)
         self.L_ff, self.L_fp, self.J_f = spring_matrices(self.incidence, stiffness, self.free,
-                                                         self.model.pinned_indices, self.model.bending)
+                                                         self.model.pinned_indices,
+                                                         self.model.bending_matrix(self.spring_active))
         self.mass_f = self.model.mass[self.free]
         system = sp.diags(self.mass_f).tocsc() + h2 * self.L_ff
         self.solve = factorize(system)

@@ -12,6 +12,7 @@ gradient and B (one copy per coordinate) to the Hessian.
 import numpy as np
 import scipy.sparse as sp
 
+from ..bending import quadratic_energy
 from ..topology import STRUCTURAL
 from .base import InertialSolver
 from .factor import factorize
@@ -25,18 +26,19 @@ class NewtonSolver(InertialSolver):
         self.free = np.flatnonzero(~model.pinned)
         self.one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
         self.rest = model.spring_rest_length
-        self.active = np.ones(model.n_springs, dtype=bool)
         # each free particle's row block in the Hessian; -1 for pinned ones
         self.free_index = np.full(model.n_particles, -1, dtype=np.int64)
         self.free_index[self.free] = np.arange(len(self.free))
-        bending = model.bending
-        # B over the free particles in the Hessian's interleaved (x, y, z) order, built once
-        self.bending_hessian = (None if bending is None else
-                                sp.kron(bending[self.free][:, self.free], sp.identity(3)).tocsc())
+        self.set_active(np.ones(model.n_springs, dtype=bool))
 
     def set_active(self, active: np.ndarray) -> None:
-        """active: (s,) bool, springs that still exist (the Hessian is rebuilt every iteration)."""
+        """active: (s,) bool, springs that still exist (the Hessian is rebuilt every iteration;
+        the bending matrix, without the hinges torn springs cut, here)."""
         self.active = np.asarray(active, dtype=bool).copy()
+        self.bending = bending = self.model.bending_matrix(self.active)
+        # B over the free particles in the Hessian's interleaved (x, y, z) order
+        self.bending_hessian = (None if bending is None else
+                                sp.kron(bending[self.free][:, self.free], sp.identity(3)).tocsc())
 
     def working(self, x) -> np.ndarray:
         """(s,) bool: springs with energy at x (active, and not a compressed one-sided spring)."""
@@ -49,12 +51,14 @@ class NewtonSolver(InertialSolver):
     def objective(self, x, y) -> float:
         """g(x), J: inertia plus h^2 times the energy of the working springs and of bending."""
         inertia = 0.5 * float(np.sum(self.model.mass[:, None] * (x - y) ** 2))
-        elastic = self.model.energy(x, self.working(x)) + self.model.bending_energy(x)
+        elastic = self.model.energy(x, self.working(x)) + quadratic_energy(self.bending, x)
         return inertia + self.h * self.h * elastic
 
     def gradient(self, x, y) -> np.ndarray:
         """(f, 3) dg/dx over the free particles."""
-        forces = self.model.spring_forces(x, self.working(x)) + self.model.bending_forces(x)
+        forces = self.model.spring_forces(x, self.working(x))
+        if self.bending is not None:
+            forces -= self.bending @ x
         return (self.model.mass[:, None] * (x - y) - self.h * self.h * forces)[self.free]
 
     def hessian(self, x) -> sp.csc_matrix:
