@@ -198,14 +198,16 @@ def build_springs(faces: Faces, n: int, edges: np.ndarray | None = None):
     return np.concatenate(pairs), np.concatenate(kinds)
 
 
-def triangulate(faces: Faces, first: int = 0) -> np.ndarray:
+def triangulate(faces: Faces, first=0) -> np.ndarray:
     """Fan triangulation, (t, 3) int64: a k-gon gives k - 2 triangles (see face_of_triangle).
 
-    first: the corner every fan starts from (0, or 1 for a quad's other diagonal)."""
+    first: int or (m,) int, the corner each face's fan starts from (1 cuts a quad along its
+    other diagonal)."""
     counts = faces.face_size - 2
     face = np.repeat(np.arange(len(faces)), counts)
     local = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
     base, size = faces.face_start[face], faces.face_size[face]
+    first = np.broadcast_to(np.asarray(first, dtype=np.int64), (len(faces),))[face]
     return np.stack([faces.corners[base + (first + corner) % size]
                      for corner in (np.zeros_like(local), local + 1, local + 2)], axis=1)
 

@@ -76,11 +76,11 @@ def test_a_rolled_sheet_stores_half_kb_over_r_squared_per_area_at_every_resoluti
     assert cylinder_constant(49, np.pi / 2) == pytest.approx(constants[-1], rel=1e-9)
 
 
-def test_both_diagonals_of_a_quad_grid_bend_alike_and_at_most_twice_as_stiff():
+def test_both_diagonals_of_a_quad_grid_bend_alike_and_at_most_one_and_a_half_times_as_stiff():
     diagonal = cylinder_constant(49, np.pi / 4)
     other = cylinder_constant(49, 3 * np.pi / 4)
-    assert diagonal == pytest.approx(other, rel=1e-9)
-    assert 0.5 < diagonal <= 1.0 + 1e-9
+    assert diagonal == pytest.approx(other, rel=1e-6)
+    assert 0.5 < diagonal <= 0.75
 
 
 def test_hinges_are_the_edges_of_two_triangles():
@@ -156,6 +156,8 @@ def droop(spacing, solver, material):
 def test_clamped_strip_droops_the_same_at_25_and_6_mm_spacing(solver, material):
     coarse, fine = (droop(spacing, solver, material) for spacing in SPACINGS)
     assert fine[0] == pytest.approx(coarse[0], rel=0.10)
+    # measured within 3%; the clamp rule (bending_matrix) is what keeps leather within 5% (7% without)
+    assert fine[0] == pytest.approx(coarse[0], rel=0.05)
     # settled where the model's springs, its bending and gravity balance
     assert coarse[1] < 1e-3 and fine[1] < 1e-3
 
