@@ -45,7 +45,9 @@ class ClothModel:
     triangles:          (t, 3) int64, fan triangulation of the faces (wind, collisions).
     faces:              topology.Faces, the polygons as flat corner arrays.
     dropped_springs:    number of zero-length springs removed (coincident vertices).
-    bend_stiffness:     k_b, N m, plate bending stiffness (Settings.bend_stiffness).
+    verlet_stiffness:   (s,) float64, N/m, every spring's stiffness in a verlet model (bend
+                        springs: verlet_bend_stiffness of Settings.bend_stiffness); None = as
+                        spring_stiffness.
     bending:            (n, n) CSR float64, N/m: k_b Q of the quadratic bending model
                         (bending.py), E_bend = 1/2 sum over x, y, z of x^T bending x; None = none.
     bending_terms:      bending.BendingTerms, its hinges (k_b included), for tearing.
@@ -63,7 +65,7 @@ class ClothModel:
     triangles: np.ndarray
     faces: topology.Faces
     dropped_springs: int = 0
-    bend_stiffness: float = 0.0
+    verlet_stiffness: np.ndarray | None = None
     bending: sp.csr_matrix | None = None
     bending_terms: BendingTerms | None = None
 
@@ -124,13 +126,13 @@ class ClothModel:
 
         The implicit solvers bend through `bending` and give bend springs no stiffness; the
         verlet solver has no energy to add it to and uses the springs instead."""
-        bend = self.spring_kind == topology.BEND
-        wanted = (verlet_bend_stiffness(self.bend_stiffness, self.spring_rest_length[bend])
-                  if solver == "verlet" else 0.0)
-        if np.array_equal(self.spring_stiffness[bend], np.broadcast_to(wanted, bend.sum())):
+        if self.verlet_stiffness is None:
             return self
-        stiffness = self.spring_stiffness.copy()
-        stiffness[bend] = wanted
+        stiffness = self.verlet_stiffness.copy()
+        if solver != "verlet":
+            stiffness[self.spring_kind == topology.BEND] = 0.0
+        if np.array_equal(stiffness, self.spring_stiffness):
+            return self
         return replace(self, spring_stiffness=stiffness)
 
     def spring_forces(self, positions: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
@@ -163,7 +165,7 @@ def verlet_bend_stiffness(bend_stiffness: float, rest_length: np.ndarray) -> np.
     (kappa = theta / a, one spring per a^2). No constant k matches at every angle: k is chosen
     so that the two agree at theta = VERLET_MATCH_ANGLE, k = 64 k_b / (r^2 theta^2); gentler
     curvature meets less resistance than in the implicit solvers, sharper folds more.
-    rest_length: (s,) m. inf stays inf (rigid, the seed's constraints).
+    rest_length: (s,) m. inf stays inf (rigid constraints).
     """
     return 64.0 * bend_stiffness / (np.asarray(rest_length, dtype=np.float64) ** 2 * VERLET_MATCH_ANGLE**2)
 
@@ -240,6 +242,9 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
     pin = _pinned_mask(pinned, n)
     inv_mass = np.where(pin, 0.0, 1.0 / mass)
     per_kind = np.array([settings.stretch_stiffness, settings.shear_stiffness, 0.0])
+    verlet_stiffness = per_kind[kinds]
+    verlet_stiffness[kinds == topology.BEND] = verlet_bend_stiffness(settings.bend_stiffness,
+                                                                     rest[kinds == topology.BEND])
     # none for rigid (inf, verlet only: its springs are the constraints) or absent bending
     k_b = settings.bend_stiffness
     terms = bending = None
@@ -259,7 +264,7 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
         triangles=triangles,
         faces=faces,
         dropped_springs=dropped,
-        bend_stiffness=settings.bend_stiffness,
+        verlet_stiffness=verlet_stiffness,
         bending=bending,
         bending_terms=terms,
     ).for_solver(settings.solver)
@@ -294,5 +299,33 @@ def concatenate_models(models) -> tuple[ClothModel, np.ndarray]:
         triangles=np.concatenate([m.triangles + s for m, s in zip(models, starts, strict=False)]),
         faces=faces,
         dropped_springs=sum(m.dropped_springs for m in models),
+        verlet_stiffness=np.concatenate([m.for_solver("verlet").spring_stiffness for m in models]),
+        **_concatenated_bending(models, starts),
     )
     return model, starts
+
+
+def _concatenated_bending(models, starts) -> dict:
+    """bending and bending_terms of concatenate_models: block-diagonal, hinges renumbered."""
+    spring_starts = np.concatenate([[0], np.cumsum([m.n_springs for m in models])])
+    parts = [(m, int(start), int(spring_start))
+             for m, start, spring_start in zip(models, starts, spring_starts, strict=False)
+             if m.bending is not None]
+    if not parts:
+        return {}
+    total = int(starts[-1])
+    rows, cols, values = [], [], []
+    hinges, blocks, springs = [], [], []
+    for m, start, spring_start in parts:
+        coo = m.bending.tocoo()
+        rows.append(coo.row + start)
+        cols.append(coo.col + start)
+        values.append(coo.data)
+        terms = m.bending_terms
+        hinges.append(terms.hinges + start)
+        blocks.append(terms.values)
+        springs.append(np.where(terms.springs >= 0, terms.springs + spring_start, -1))
+    bending = sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
+                            shape=(total, total))
+    terms = BendingTerms(np.concatenate(hinges), np.concatenate(blocks), np.concatenate(springs))
+    return {"bending": bending, "bending_terms": terms}

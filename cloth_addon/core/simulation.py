@@ -76,8 +76,9 @@ class Simulation:
         if not isinstance(settings, Settings):
             raise ValueError("settings must be a Settings instance")
         self._settings = settings
-        self.model = _model if _model is not None else build_model(vertices, faces, settings, pinned=pinned,
-                                                                   edges=edges)
+        # a model built elsewhere (from_parts) bends the way this simulation's solver does
+        self.model = (_model.for_solver(settings.solver) if _model is not None
+                      else build_model(vertices, faces, settings, pinned=pinned, edges=edges))
         self.parts = [slice(0, self.model.n_particles)]
         self.colliders = list(colliders)
         self.solver = make_solver(self.model, settings)

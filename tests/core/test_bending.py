@@ -10,6 +10,7 @@ from cloth_addon.core.bending import bending_matrix, hinges
 from cloth_addon.core.materials import FABRICS
 from cloth_addon.core.model import VERLET_MATCH_ANGLE, build_model
 from cloth_addon.core.scenes import grid
+from cloth_addon.core.simulation import ClothPart
 from cloth_addon.core.state import ClothState
 from cloth_addon.core.topology import BEND, parse_faces
 
@@ -100,7 +101,7 @@ def test_models_bend_with_the_matrix_or_with_springs_never_both(grid):
     implicit = build_model(v, f, settings)
     bend = implicit.spring_kind == BEND
     assert bend.any() and np.all(implicit.spring_stiffness[bend] == 0.0)
-    assert implicit.bending is not None and implicit.bend_stiffness == 3e-5
+    assert implicit.bending is not None
     verlet = implicit.for_solver("verlet")
     rest = verlet.spring_rest_length[bend]
     np.testing.assert_allclose(verlet.spring_stiffness[bend], 64 * 3e-5 / (rest**2 * VERLET_MATCH_ANGLE**2))
@@ -133,7 +134,7 @@ def droop(spacing, solver, material):
         # steps when each is solved to convergence (Simulation.step would run every iteration);
         # the last short steps polish what the long ones leave (their line search stalls at a
         # residual of ~0.2% of the weight)
-        sim = strip(spacing, solver, material, dt=0.25, damping=0.5)
+        sim = strip(spacing, solver, material, dt=0.25, damping=0.5, substeps=1)
         x = previous = sim.positions.copy()
         gravity = np.broadcast_to(np.asarray(sim.settings.gravity), x.shape)
         targets = x[sim.model.pinned_indices]
@@ -142,7 +143,7 @@ def droop(spacing, solver, material):
             for _ in range(steps):
                 x, previous = sim.solver.advance(x, previous, gravity, targets, 50, tolerance=1e-9), x
     else:
-        sim = strip(spacing, solver, material, damping=0.05)
+        sim = strip(spacing, solver, material, damping=0.05, substeps=1, iterations=10)
         sim.step(600)
         x = sim.positions
     model = sim.model
@@ -179,7 +180,7 @@ def test_fast_solver_and_newton_settle_the_strip_alike():
 
 def test_verlet_bend_springs_follow_the_bending_stiffness():
     def verlet_droop(**changes):
-        sim = strip(0.025, "verlet", "LEATHER", damping=0.05, iterations=20, **changes)
+        sim = strip(0.025, "verlet", "LEATHER", damping=0.05, substeps=1, iterations=20, **changes)
         sim.step(300)
         return -sim.positions[:, 2].min()
 
@@ -203,3 +204,29 @@ def test_a_torn_corner_feels_no_bending(grid, solver):
     sim.state = ClothState(moved, moved.copy(), None)
     sim.step(5)
     assert np.linalg.norm(sim.positions[corner] - moved[corner]) > 0.05
+
+
+def test_parts_simulated_together_keep_their_own_bending(grid):
+    # two sheets side by side, one cotton and one leather: the combined model is both blocks
+    v, f, _ = grid(5, 5, plane="xy")
+    stiff, soft = Settings(bend_stiffness=2e-3), Settings(bend_stiffness=2e-5)
+    parts = [ClothPart(v, f, settings=stiff), ClothPart(v + (2, 0, 0), f, settings=soft)]
+    sim = Simulation.from_parts(parts, settings=soft)
+    alone = [build_model(v, f, s) for s in (stiff, soft)]
+    n = len(v)
+    blocks = sim.model.bending.toarray()
+    np.testing.assert_allclose(blocks[:n, :n], alone[0].bending.toarray())
+    np.testing.assert_allclose(blocks[n:, n:], alone[1].bending.toarray())
+    assert not blocks[:n, n:].any()
+    # a torn spring of the second part cuts that part's hinges only
+    active = np.ones(sim.model.n_springs, dtype=bool)
+    edge = sim.model.n_springs - alone[1].n_springs + int(np.flatnonzero(alone[1].spring_kind == 0)[0])
+    active[edge] = False
+    cut = sim.model.bending_matrix(active).toarray()
+    np.testing.assert_array_equal(cut[:n, :n], blocks[:n, :n])
+    np.testing.assert_allclose(cut[n:, n:], alone[1].bending_matrix(active[-alone[1].n_springs:]).toarray())
+    assert not np.allclose(cut[n:, n:], blocks[n:, n:])
+    # and switched to verlet, each part's bend springs follow its own k_b
+    sim.settings = sim.settings.replace(solver="verlet")
+    expected = np.concatenate([a.for_solver("verlet").spring_stiffness for a in alone])
+    np.testing.assert_array_equal(sim.model.spring_stiffness, expected)
