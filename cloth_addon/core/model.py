@@ -153,7 +153,7 @@ class ClothModel:
 
 # The fold angle between neighbouring edges at which a skip-one spring of rest length r and
 # the quadratic model store the same energy (see verlet_bend_stiffness).
-VERLET_MATCH_ANGLE = 0.5
+VERLET_MATCH_ANGLE = 0.1
 
 
 def verlet_bend_stiffness(bend_stiffness: float, rest_length: np.ndarray) -> np.ndarray:

