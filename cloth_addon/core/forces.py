@@ -15,9 +15,9 @@ def aerodynamic_forces(positions, velocities, faces, triangles, air, drag, lift)
     positions, velocities: (n, 3) m, m/s. air: (3,) or (m, 3) m/s, the air velocity at each
     face. drag, lift: kg/m^3 (half the air density times a coefficient). Per face of area A and
     unit normal n, with u = air - (face velocity) and u_n = u . n, a quasi-steady thin-plate
-    model split into drag along u and lift across it, as in Keckeisen et al. 2004, "Modelling
-    effects of wind fields in cloth animations" (WSCG), with a flat plate's dependence on the
-    angle of attack a between u and the face (sin a = |u_n| / |u|):
+    model (docs/PHYSICS.md §7) split into drag along u and lift across it, as in Keckeisen et al.
+    2004, "Modelling effects of wind fields in cloth animations" (WSCG), with a flat plate's
+    dependence on the angle of attack a between u and the face (sin a = |u_n| / |u|):
         drag  drag * A * |u_n| * u                               along u, |u|^2 sin a
         lift  lift * A * u_n * (|u| n - (u_n / |u|) u)           perpendicular to u, in the
                                                                  plane of u and n, |u|^2 sin a cos a
