@@ -5,8 +5,8 @@ from ..core.settings import AIR_DRAG
 # Stiffness follows the core's default cotton (500 / 50 / 1 N/m: about 0.6% strain at the top of
 # a 2 m hanging sheet); stiffer fabrics scale it up, and the fast solver stays converged at 10
 # iterations across this range. Air drag depends on the air and the cloth's shape, hardly on the
-# fabric: one value for all, so a flat sheet falls at sqrt(density * g / drag) (SILK 2.0 m/s,
-# COTTON 3.1, LEATHER 6.3) and the heavier fabrics fall faster, as they should.
+# fabric: one value for all, so a flat sheet falls at sqrt(density * g / drag) (SILK 1.4 m/s,
+# COTTON 2.2, LEATHER 4.4) and the heavier fabrics fall faster, as they should.
 PRESETS = {
     "COTTON": dict(density=0.15, stretch_stiffness=500.0, shear_stiffness=50.0, bend_stiffness=1.0,
                    damping=0.01, air_drag=AIR_DRAG),

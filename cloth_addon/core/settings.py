@@ -17,8 +17,8 @@ DEFAULT_MAX_VERTICES = 250_000
 AUTO_SELF_DISTANCE = 0.5
 # Aerodynamics (README, Wind): drag in kg/m^3 (half the air density, 0.6 kg/m^3, times a drag
 # coefficient), and lift as a multiple of the drag.
-AIR_DRAG = 0.15
-AIR_LIFT = 1.0
+AIR_DRAG = 0.3
+AIR_LIFT = 1.5
 
 
 def _vector3(name: str, value, owner: str = "Settings") -> tuple[float, float, float]:

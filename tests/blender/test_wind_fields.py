@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import evaluated_world, make_cloth, make_grid, pin, play
 
-from cloth_addon.blender import session, wind
+from cloth_addon.blender import store, wind
 
 
 def _wind(location=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0), **settings):
@@ -48,7 +48,7 @@ def test_the_running_simulation_reads_the_fields_every_frame(scene):
     pin(obj, range(6))
     make_cloth(obj)
     play(scene, 3)
-    live = session._sessions[obj.session_uid]
+    live = store.find(obj.session_uid)
     assert [f.strength for f in live.sim.wind_fields] == [pytest.approx(4.0)]
     field.field.strength = 9.0
     play(scene, 4)

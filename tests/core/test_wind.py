@@ -179,20 +179,19 @@ def test_a_flag_keeps_moving_in_a_gusty_wind_and_hangs_still_without():
     _, _, _, direction = scenes.flag()
     gusty = WindField(location=(-1.0, 0.0, 1.5), direction=direction, strength=8.0, noise=1.0)
     frames, motion = _flag([gusty])
-    assert motion >= 0.02  # m, over the last 2 s of 6: still moving, not settled
-    # flying out along the wind (its centre was at z = 1.5), not leaning down (1.38 without lift)
-    assert frames[-48:, :, 2].mean() > 1.42
+    assert motion >= 0.02  # m, over the last 2 s of 6: still moving (0.017 m without lift)
+    assert frames[-48:, :, 2].mean() > 1.44  # flying out along the wind (its centre was at z = 1.5)
     frames, motion = _flag([])
     assert motion < 1e-6 and np.abs(frames[..., 1]).max() < 1e-9
 
 
 def test_lift_makes_a_flag_flutter_rather_than_sway():
-    # with small steps (4 substeps) implicit Euler's numerical damping no longer hides it
+    # with small, converged steps implicit Euler's numerical damping no longer hides it
     _, _, _, direction = scenes.flag()
     steady = [WindField(direction=direction, strength=8.0)]
     share = {}
     for lift in (1.0, 0.0):
-        frames, motion = _flag(steady, substeps=4, air_lift=lift)
+        frames, motion = _flag(steady, substeps=4, iterations=10, air_drag=0.15, air_lift=lift)
         assert motion >= 0.02
         across = frames[-48:, :, 1] - frames[-48:, :, 1].mean(axis=0)
         power = (np.abs(np.fft.rfft(across, axis=0)) ** 2).sum(axis=1)[1:]
