@@ -84,7 +84,7 @@ def build_scene(solver: str):
     cloth(curtain, (0.85, 0.75, 0.3), "SILK", solver=solver, pin_group="Pins", bake_target="PC2")
     # A Wind field's strength acts along its Z axis; turned to blow along +Y, through the curtain.
     bpy.ops.object.effector_add(type="WIND", location=(1.1, -1.5, 1.0), rotation=(-math.pi / 2, 0.0, 0.0))
-    bpy.context.active_object.field.strength = 0.6
+    bpy.context.active_object.field.strength = 2.5  # m/s, a light breeze
 
     hit = curtain_and_ball(solver)
 

@@ -93,7 +93,8 @@ class CLOTH_ADDON_PT_physical(ClothSubPanel, bpy.types.Panel):
 
     def draw_settings(self, layout, props, obj):
         layout.prop(props, "density", text="Density (kg/m²)")
-        layout.prop(props, "air_drag", text="Air Drag (kg/m²s)")
+        layout.prop(props, "air_drag", text="Air Drag (kg/m³)")
+        layout.prop(props, "air_lift", text="Air Lift (× drag)")
 
 
 class CLOTH_ADDON_PT_stiffness(ClothSubPanel, bpy.types.Panel):
@@ -188,7 +189,10 @@ class CLOTH_ADDON_PT_wind(ClothSubPanel, bpy.types.Panel):
 
     def draw_settings(self, layout, props, obj):
         layout.prop(props, "wind")
-        layout.label(text="Plus the scene's Wind force fields (strength along their Z axis)", icon="INFO")
+        column = layout.column(align=True)
+        column.label(text="Plus the scene's Wind fields: Strength (m/s) along their Z axis,", icon="INFO")
+        column.label(text="Noise and Seed (gusts), Shape, Falloff and Min/Max Distance.")
+        column.label(text="Not used: Flow, Wind Factor, Absorption, Field Weights.")
 
 
 class CLOTH_ADDON_PT_cache(ClothSubPanel, bpy.types.Panel):

@@ -7,7 +7,7 @@ write it into the ClothSim key (mesh_io.py) and show tearing (tearing.py).
 
 import traceback
 
-from . import colliders, groups, mesh_io, store, tearing
+from . import colliders, groups, mesh_io, store, tearing, wind
 from .session import world_matrix
 
 
@@ -64,10 +64,10 @@ def scene_signature(scene, depsgraph, exclude_uids: set[int]) -> tuple:
     for obj in scene.objects:
         if obj.session_uid in exclude_uids:
             continue
-        if colliders.is_collider(obj) or (obj.field is not None and obj.field.type == "WIND"):
+        if colliders.is_collider(obj) or wind.is_wind(obj):
             matrix = obj.evaluated_get(depsgraph).matrix_world
             settings = (obj.collision.thickness_outer, obj.collision.cloth_friction) \
-                if colliders.is_collider(obj) else (obj.field.strength,)
+                if colliders.is_collider(obj) else wind.field_settings(obj)
             parts.append((obj.name, obj.visible_get(), tuple(matrix.col[3]) + tuple(matrix.col[2]),
                           tuple(matrix.col[0]) + tuple(matrix.col[1]), settings))
     return tuple(parts)

@@ -10,6 +10,7 @@ from bpy.props import (
     StringProperty,
 )
 
+from ..core.settings import AIR_DRAG, AIR_LIFT
 from . import store
 
 
@@ -62,8 +63,13 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         name="Damping", default=0.01, min=0.0, max=0.99, precision=3, update=_invalidate,
         description="Fraction of velocity removed each frame")
     air_drag: FloatProperty(
-        name="Air Drag", default=1.0, min=0.0, soft_max=20.0, update=_invalidate,
-        description="Air resistance per area and speed, kg/(m² s); also couples the cloth to wind")
+        name="Air Drag", default=AIR_DRAG, min=0.0, soft_max=2.0, update=_invalidate,
+        description="Air resistance per area and squared speed of the air relative to the cloth, "
+                    "kg/m³ (half the air density times a drag coefficient); also couples the cloth to wind")
+    air_lift: FloatProperty(
+        name="Air Lift", default=AIR_LIFT, min=0.0, soft_max=3.0, update=_invalidate,
+        description="Force across the air flow on cloth at an angle to it, as a multiple of the drag: "
+                    "what makes a flag flutter instead of settling along the wind")
     pin_group: StringProperty(
         name="Pin Group", default="", update=_invalidate,
         description="Vertex group whose weights pin vertices to the object's own shape")

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import core
-from . import colliders, mesh_io
-from .settings import scene_inputs, settings_from, total_wind
+from . import colliders, mesh_io, wind
+from .settings import scene_inputs, settings_from
 
 # weight × pin stiffness at or above this pins a vertex rigidly.
 RIGID_PIN = 0.999
@@ -142,9 +142,7 @@ class ClothSession:
             return self.cache[frame]
         targets_now = self.anchor_targets([world_matrix(obj, depsgraph) for obj in objects])
         self.read_colliders(scene, depsgraph)
-        wind = total_wind(objects[0].cloth_addon, scene)
-        if wind != self.sim.settings.wind:
-            self.sim.settings = self.sim.settings.replace(wind=wind)
+        self.sim.wind_fields = wind.scene_wind_fields(scene, depsgraph)
         steps, rigid = frame - self.last_frame, len(self.pinned)
         for k in range(1, steps + 1):
             # A jump forward has no transforms for the frames in between: pins move linearly.

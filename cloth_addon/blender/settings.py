@@ -1,9 +1,6 @@
 """Object.cloth_addon properties and the scene -> core.Settings (the one place that maps them)."""
 
-import numpy as np
-
 from .. import core
-from . import wind
 
 SOLVER_NAMES = {"FAST_MASS_SPRING": "fast_mass_spring", "VERLET": "verlet"}
 
@@ -18,20 +15,16 @@ def scene_inputs(scene) -> tuple:
     return scene.render.fps_base / scene.render.fps, gravity
 
 
-def total_wind(props, scene) -> tuple:
-    """(3,) m/s: the object's own wind vector plus the scene's Wind fields."""
-    return tuple(np.asarray(props.wind, dtype=np.float64) + wind.scene_wind(scene))
-
-
 def settings_from(props, scene) -> "core.Settings":
-    """Core Settings from an object's cloth_addon properties and the scene (fps, gravity, wind)."""
+    """Core Settings from an object's cloth_addon properties and the scene (fps, gravity); the
+    scene's Wind fields go to the Simulation apart (wind.scene_wind_fields)."""
     dt, gravity = scene_inputs(scene)
     return core.Settings(
         solver=SOLVER_NAMES[props.solver], dt=dt, substeps=props.substeps,
         iterations=props.iterations, gravity=gravity, density=props.density,
         stretch_stiffness=props.stretch_stiffness, shear_stiffness=props.shear_stiffness,
         bend_stiffness=props.bend_stiffness, damping=props.damping, air_drag=props.air_drag,
-        wind=total_wind(props, scene),
+        air_lift=props.air_lift, wind=tuple(props.wind),
         tear_factor=props.tear_factor if props.use_tearing else None,
         self_collision=props.use_self_collision, collision_distance=props.collision_distance,
         self_collision_distance=props.self_distance or None,

@@ -1,6 +1,7 @@
 """The cloth solver core: pure numpy/scipy, no Blender import.
 
     from cloth_addon.core import Simulation, Settings, SphereCollider, PlaneCollider, MeshCollider
+    from cloth_addon.core import WindField
 """
 
 from .colliders import PlaneCollider, SphereCollider
@@ -9,7 +10,7 @@ from .model import ClothModel, build_model
 from .settings import SOLVERS, Settings
 from .simulation import ClothPart, Simulation, SimulationDiverged
 from .state import ClothState
+from .wind import WindField
 
 __all__ = ["Simulation", "ClothPart", "Settings", "SOLVERS", "SphereCollider", "PlaneCollider",
-           "MeshCollider",
-           "ClothModel", "ClothState", "SimulationDiverged", "build_model"]
+           "MeshCollider", "ClothModel", "ClothState", "SimulationDiverged", "build_model", "WindField"]

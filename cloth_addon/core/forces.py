@@ -1,46 +1,66 @@
-"""External forces as accelerations: gravity, and aerodynamic drag that carries the wind.
+"""External forces as accelerations: gravity, and the aerodynamic drag and lift that carry the wind.
 
-Each function takes positions and velocities, (n, 3) float64, and returns an (n, 3)
+`external_acceleration` takes positions and velocities, (n, 3) float64, and returns an (n, 3)
 acceleration in m/s^2 that the solvers add to the inertial prediction.
 """
 
 import numpy as np
 
+from .wind import air_velocity
 
-def aerodynamic_forces(positions, velocities, faces, triangles, wind, air_drag):
-    """(n, 3) N and (n,) 1/s: aerodynamic forces and how fast they can change a velocity.
 
-    Per face c * A * ((wind - v_face) . n) n, shared equally by its k corners. Only the
-    velocity normal to the cloth counts (docs/PHYSICS.md §7), so a sheet falls flat slowly
-    but slides edge-on freely, and the wind pushes a sail, not a cloth lying along it.
-    Sharing per face like the mass (density * A / k per corner) gives every particle of a
-    flat sheet the same force per mass, so drag alone does not bend it. A face's normal and
-    area come from its vector area (the sum of its fan triangles'). The rate returned is
-    c * (area share) per particle, to be divided by the mass.
+def aerodynamic_forces(positions, velocities, faces, triangles, air, drag, lift):
+    """(n, 3) N and (n,) kg/s: aerodynamic forces and how fast they can change a velocity.
+
+    positions, velocities: (n, 3) m, m/s. air: (3,) or (m, 3) m/s, the air velocity at each
+    face. drag, lift: kg/m^3 (half the air density times a coefficient). Per face of area A and
+    unit normal n, with u = air - (face velocity) and u_n = u . n, a quasi-steady thin-plate
+    model (docs/PHYSICS.md §7) split into drag along u and lift across it, as in Keckeisen et al.
+    2004, "Modelling effects of wind fields in cloth animations" (WSCG), with a flat plate's
+    dependence on the angle of attack a between u and the face (sin a = |u_n| / |u|):
+        drag  drag * A * |u_n| * u                               along u, |u|^2 sin a
+        lift  lift * A * u_n * (|u| n - (u_n / |u|) u)           perpendicular to u, in the
+                                                                 plane of u and n, |u|^2 sin a cos a
+    Edge-on (u_n = 0) both vanish; face-on the lift vanishes and the drag is a pressure. Lift
+    is what turns a flag aligned with the wind into a wing that keeps being pushed off the
+    wind's line, where a normal-only drag lets it settle edge-on. Each face's force is shared
+    equally by its k corners, like the mass (density * A / k per corner), so a flat sheet has
+    the same force per mass everywhere and drag alone does not bend it. The rate returned is
+    (drag + lift) * A * |u| per face, shared the same way: a bound on d(force)/d(velocity).
     """
     p0, p1, p2 = positions[triangles[:, 0]], positions[triangles[:, 1]], positions[triangles[:, 2]]
     cross = faces.triangle_to_face @ np.cross(p1 - p0, p2 - p0)  # (m, 3), |cross| = 2 A
     twice_area = np.sqrt(np.einsum("ij,ij->i", cross, cross))
-    relative = np.asarray(wind, dtype=np.float64) - faces.corner_average @ velocities
-    # c * A * (rel . n) n  with n = cross / |cross|, A = |cross| / 2
-    scale = 0.5 * air_drag * np.einsum("ij,ij->i", relative, cross) / np.maximum(twice_area, 1e-300)
-    forces = faces.corner_share @ (cross * scale[:, None])
-    rate = faces.corner_share @ (0.5 * air_drag * twice_area)
+    area = 0.5 * twice_area
+    normal = cross / np.maximum(twice_area, 1e-300)[:, None]
+    relative = air - faces.corner_average @ velocities
+    speed = np.sqrt(np.einsum("ij,ij->i", relative, relative))
+    normal_speed = np.einsum("ij,ij->i", relative, normal)
+    along = drag * np.abs(normal_speed) - lift * normal_speed ** 2 / np.maximum(speed, 1e-300)
+    force = area[:, None] * (along[:, None] * relative + (lift * normal_speed * speed)[:, None] * normal)
+    forces = faces.corner_share @ force
+    rate = faces.corner_share @ ((drag + lift) * area * speed)
     return forces, rate
 
 
-def external_acceleration(model, positions, velocities, settings, h):
-    """(n, 3) m/s^2 for a step of length h: gravity plus drag/wind.
+def external_acceleration(model, positions, velocities, settings, h, wind_fields=(), time=0.0):
+    """(n, 3) m/s^2 for a step of length h (s) at `time` (s): gravity plus drag and lift.
 
-    Drag is explicit, so where one step of it would more than cancel the relative velocity
-    (rate * h > 1, at very large steps or very light cloth) it is scaled down to exactly
-    cancel it instead of reversing it; that keeps dt = 0.2 s stable.
+    The air velocity is settings.wind plus the wind fields (core.WindField), evaluated at the
+    face centres. The aerodynamics are explicit, so where one step of them could change a
+    particle's velocity by more than the relative air speed (rate * h > mass: very large steps,
+    very light cloth, strong wind) they are scaled down to that bound instead of reversing the
+    relative velocity; that keeps dt = 0.2 s stable.
     """
     accel = np.empty_like(positions)
     accel[:] = settings.gravity
     if settings.air_drag > 0.0 and len(model.triangles):
-        force, rate = aerodynamic_forces(positions, velocities, model.faces, model.triangles,
-                                         settings.wind, settings.air_drag)
+        faces = model.faces
+        air = np.asarray(settings.wind, dtype=np.float64)
+        if wind_fields:
+            air = air_velocity(faces.corner_average @ positions, time, air, wind_fields)
+        force, rate = aerodynamic_forces(positions, velocities, faces, model.triangles, air,
+                                         settings.air_drag, settings.air_drag * settings.air_lift)
         limit = np.maximum(rate * h / model.mass, 1.0)
         accel += force / (model.mass * limit)[:, None]
     return accel

@@ -80,3 +80,19 @@ def paper_problem(kind: str = "gentle", n: int = 50, settings: Settings | None =
     accel = forces.external_acceleration(sim.model, state.positions, velocity, settings, h)
     return StepProblem(sim, state.positions, state.previous, accel,
                        state.positions[sim.model.pinned_indices].copy())
+
+
+def flag(nx: int = 45, ny: int = 30, length: float = 1.5, height: float = 1.0, angle: float = 10.0):
+    """A flag: length x height m, nx x ny vertices, vertical in the XZ plane (x along the flag, z
+    up, bottom edge at z = 1 m), pinned along its short edge at x = 0; and the direction (3,) of a
+    wind along +x turned `angle` degrees out of the flag's plane (towards +y).
+
+    Returns vertices (n, 3), faces (m, 4), pinned indices (ny,), wind direction (3,).
+    """
+    xs, zs = np.meshgrid(np.linspace(0.0, length, nx), np.linspace(height, 0.0, ny))
+    vertices = np.stack([xs.ravel(), np.zeros(nx * ny), 1.0 + zs.ravel()], axis=1)
+    index = np.arange(nx * ny).reshape(ny, nx)
+    quads = np.stack([index[:-1, :-1], index[1:, :-1], index[1:, 1:], index[:-1, 1:]], axis=-1).reshape(-1, 4)
+    turn = np.radians(angle)
+    return vertices, quads, index[:, 0].copy(), np.array([np.cos(turn), np.sin(turn), 0.0])
+

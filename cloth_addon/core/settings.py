@@ -16,15 +16,19 @@ SOLVERS = ("fast_mass_spring", "verlet", "newton")
 DEFAULT_MAX_VERTICES = 250_000
 # Settings.self_collision_distance=None: this fraction of the median rest edge length.
 AUTO_SELF_DISTANCE = 0.5
+# Aerodynamics (README, Wind): drag in kg/m^3 (half the air density, 0.6 kg/m^3, times a drag
+# coefficient), and lift as a multiple of the drag.
+AIR_DRAG = 0.3
+AIR_LIFT = 1.5
 
 
-def _vector3(name: str, value) -> tuple[float, float, float]:
+def _vector3(name: str, value, owner: str = "Settings") -> tuple[float, float, float]:
     try:
         vector = tuple(float(c) for c in value)
-    except TypeError:
-        raise ValueError(f"Settings.{name} must be a 3-vector, got {value!r}") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}.{name} must be a 3-vector, got {value!r}") from None
     if len(vector) != 3 or not all(math.isfinite(c) for c in vector):
-        raise ValueError(f"Settings.{name} must be three finite numbers, got {value!r}")
+        raise ValueError(f"{owner}.{name} must be three finite numbers, got {value!r}")
     return vector
 
 
@@ -53,9 +57,15 @@ class Settings:
                        need finite values.
     damping:           fraction of velocity removed per frame, in [0, 1). A velocity factor
                        of 0.99 per step is damping=0.01 at one substep.
-    air_drag:          kg/(m^2 s): force per unit area per m/s of velocity normal to the cloth,
-                       relative to the wind. Also what couples the cloth to the wind.
-    wind:              (3,) m/s, wind velocity in world space.
+    air_drag:          kg/m^3: aerodynamic drag, force per unit area per (m/s)^2 of air speed
+                       relative to the cloth, face-on (half the air density times a drag
+                       coefficient; forces.aerodynamic_forces). Also what couples the cloth to
+                       the wind.
+    air_lift:          the lift coefficient as a multiple of the drag's (dimensionless, >= 0):
+                       the force perpendicular to the relative air velocity that a face at an
+                       angle to it feels. air_drag = 0 turns all air off.
+    wind:              (3,) m/s, constant wind velocity in world space (wind fields are
+                       given to the Simulation: core.WindField).
     tear_factor:       None (off) or > 1: a spring longer than rest * tear_factor at the end of
                        a step breaks for good.
     one_sided:         structural springs resist stretching only (cloth may buckle, never stretch).
@@ -82,7 +92,8 @@ class Settings:
     shear_stiffness: float = 50.0
     bend_stiffness: float = 2e-5
     damping: float = 0.01
-    air_drag: float = 1.0
+    air_drag: float = AIR_DRAG
+    air_lift: float = AIR_LIFT
     wind: tuple = (0.0, 0.0, 0.0)
     tear_factor: float | None = None
     one_sided: bool = False
@@ -104,7 +115,7 @@ class Settings:
                 raise ValueError(f"Settings.{name} must be an integer >= 1, got {value!r}")
         _positive = ("dt", "density", "linear_density")
         _non_negative = ("stretch_stiffness", "shear_stiffness", "bend_stiffness", "air_drag",
-                         "collision_distance", "friction")
+                         "air_lift", "collision_distance", "friction")
         for name in _positive + _non_negative:
             value = getattr(self, name)
             try:

@@ -2,7 +2,7 @@
 
 One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
     colliders move to where they are at the end of the substep         (contact.py)
-    accel    = gravity + drag/wind                                        (forces.py)
+    accel    = gravity + drag/lift in the wind                            (forces.py, wind.py)
     x_new    = solver.advance(x, x_prev, accel, pins, constrain)          (solvers/; the colliders
                project every iterate, so the springs see the contact within the step)
     x_new    = contact stage: colliders and self-contact resolved together, friction, and the
@@ -26,8 +26,8 @@ DIVERGENCE_LIMIT = 1e9
 STRETCH_LIMIT = 1e3
 
 # Settings read afresh every step, and settings baked into the model.
-LIVE_FIELDS = {"gravity", "wind", "air_drag", "friction", "collision_distance", "self_collision",
-               "self_collision_distance", "tear_factor"}
+LIVE_FIELDS = {"gravity", "wind", "air_drag", "air_lift", "friction", "collision_distance",
+               "self_collision", "self_collision_distance", "tear_factor"}
 MODEL_FIELDS = {"density", "linear_density", "stretch_stiffness", "shear_stiffness", "bend_stiffness",
                 "max_vertices"}
 
@@ -68,10 +68,12 @@ class Simulation:
     pinned: None, indices or (n,) bool mask. colliders: objects with a `project` method
     (PlaneCollider, SphereCollider, MeshCollider); `sim.colliders` may be replaced between
     frames. edges: optional (e, 2) int mesh edges; those in no face become rope springs.
+    wind_fields: core.WindField objects blowing on top of settings.wind; `sim.wind_fields`
+    may be replaced between frames too. Their gusts follow `sim.time`.
     """
 
     def __init__(self, vertices, faces, settings: Settings | None = None, pinned=None,
-                 colliders=(), edges=None, _model=None):
+                 colliders=(), edges=None, wind_fields=(), _model=None):
         settings = settings if settings is not None else Settings()
         if not isinstance(settings, Settings):
             raise ValueError("settings must be a Settings instance")
@@ -81,6 +83,7 @@ class Simulation:
                       else build_model(vertices, faces, settings, pinned=pinned, edges=edges))
         self.parts = [slice(0, self.model.n_particles)]
         self.colliders = list(colliders)
+        self.wind_fields = list(wind_fields)
         self.solver = make_solver(self.model, settings)
         self.contact = ContactStage(self)
         extent = np.ptp(self.model.rest_positions, axis=0).max()
@@ -88,13 +91,14 @@ class Simulation:
         self.reset()
 
     @classmethod
-    def from_parts(cls, parts, settings: Settings | None = None, colliders=()) -> "Simulation":
+    def from_parts(cls, parts, settings: Settings | None = None, colliders=(),
+                   wind_fields=()) -> "Simulation":
         """One simulation of several cloth objects that collide with each other (both ways).
 
         parts: sequence of ClothPart(vertices, faces, settings=None, pinned=None, edges=None);
         each part's material (density, stiffness) comes from its own settings. settings: how the
-        whole is stepped (solver, dt, substeps, iterations, gravity, wind, contact), the first
-        part's when None. With settings.self_collision on, the parts keep
+        whole is stepped (solver, dt, substeps, iterations, gravity, wind, air, contact), the first
+        part's when None; wind_fields blow on all parts. With settings.self_collision on, the parts keep
         self_collision_distance apart and never pass through each other; off, they pass.
         `sim.parts[k]` is the slice of part k's particles in `sim.positions`.
         """
@@ -107,7 +111,7 @@ class Simulation:
         models = [build_model(p.vertices, p.faces, p.settings or settings, pinned=p.pinned, edges=p.edges)
                   for p in parts]
         model, starts = concatenate_models(models)
-        sim = cls(None, None, settings, colliders=colliders, _model=model)
+        sim = cls(None, None, settings, colliders=colliders, wind_fields=wind_fields, _model=model)
         sim.parts = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
         return sim
 
@@ -138,7 +142,7 @@ class Simulation:
 
     # -- state -----------------------------------------------------------------------------
     def reset(self) -> None:
-        """Back to the rest shape, at rest, nothing torn, frame 0."""
+        """Back to the rest shape, at rest, nothing torn, frame 0 (time 0)."""
         rest = self.model.rest_positions
         self._x = rest.copy()
         self._x_prev = rest.copy()
@@ -146,6 +150,11 @@ class Simulation:
         self._pin_targets = rest[self.model.pinned_indices].copy()
         self.solver.set_active(~self._torn)
         self.frame = 0
+
+    @property
+    def time(self) -> float:
+        """s: simulated time since the last reset, frame * settings.dt."""
+        return self.frame * self.settings.dt
 
     @property
     def positions(self) -> np.ndarray:
@@ -216,7 +225,8 @@ class Simulation:
             contact.begin_substep(sub)
             target = start + (self._pin_targets - start) * (sub / substeps)
             velocity = (x - x_prev) / h
-            accel = forces.external_acceleration(model, x, velocity, settings, h)
+            accel = forces.external_acceleration(model, x, velocity, settings, h, self.wind_fields,
+                                                 self.time + (sub - 1) * h)
             if self.solver.contact_in_iterations:
                 x_new = self.solver.advance(x, x_prev, accel, target, constrain=contact.constrain_function(x))
             else:

@@ -81,8 +81,10 @@ def test_bake_to_pc2_plays_the_same_positions(scene, cloth, tmp_path):
     assert modifier.type == "MESH_CACHE" and modifier.cache_format == "PC2"
     for frame in (LAST, FIRST, 4):
         scene.frame_set(frame)
-        assert np.array_equal(evaluated_local(cloth), live[frame]), frame
-        assert np.array_equal(samples[frame - FIRST], live[frame].astype(np.float32))
+        # live frames are the Basis plus the ClothSim key blended in float32, the PC2 file holds
+        # the key itself: equal to float32 rounding of that blend
+        np.testing.assert_allclose(evaluated_local(cloth), live[frame], rtol=0, atol=1e-6, err_msg=str(frame))
+        np.testing.assert_allclose(samples[frame - FIRST], live[frame], rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("target", ["SHAPE_KEYS", "PC2"])

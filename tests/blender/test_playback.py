@@ -33,8 +33,9 @@ def test_pinned_grid_falls_pins_stay_and_basis_is_untouched(scene, solver):
     live = evaluated_local(obj)
     assert np.all(live[[0, 7]] == np.float32(rest[[0, 7]]))
     free = np.setdiff1d(np.arange(len(rest)), [0, 7])
-    drop = rest[free, 2] - live[free, 2]
-    assert np.all(drop > 1e-3) and drop.max() > 0.2, "every free vertex fell"
+    # every free vertex moved and the sheet fell (near a pin one may have swung back above its rest)
+    moved = np.linalg.norm(live[free] - rest[free], axis=1)
+    assert np.all(moved > 1e-3) and (rest[free, 2] - live[free, 2]).max() > 0.2, "the sheet fell"
     assert np.array_equal(raw_key(obj.data.shape_keys.reference_key), basis)
     assert np.array_equal(raw_vertices(obj.data), before_vertices)
     sim_key = mesh_io.sim_key(obj)
