@@ -18,8 +18,9 @@ settings; sheets are flat grids of quads, in world space at the identity transfo
                 strength 8 blowing along the flag, turned 10 degrees out of its plane
     pile        8 x 60 strip (0.4 x 3.0 m) hanging, bottom 0.1 m above the floor, falls; self-collision
                 on in both; 30 fps
-    folds       100 x 100 sheet (2 m) hanging, bottom 0.1 m above the floor, falls into folds;
-                Blender with self-collision, ours with and without
+    folds       100 x 100 sheet (2 m) hanging from its pinned top row, bottom 5 cm above the floor,
+                lowered 3 cm a frame (the object is keyframed down 2 m over frames 1-68, then held)
+                so that it piles up in folds; Blender with self-collision, ours with and without
 Measured from the evaluated mesh of every frame (cloth_addon.core.quality): p95 and max edge stretch;
 cloth edges inside a collider (some point of the edge inside the box, ball or floor; count in the
 worst frame, deepest mm) and the deepest vertex; motion over the last 10 frames (mean and max
@@ -64,7 +65,7 @@ SETTLE_FRAMES = 10  # motion is measured over the last this many frames
 FLUTTER_SECONDS = 2.0
 CROSSING_EVERY = 10  # frames between crossing counts (exact counts cost up to a second at 100 x 100)
 RENDER_FRAMES = (30, 60)  # and the last
-RENDER_SIZE = (480, 320)
+RENDER_SIZE = (520, 350)
 CLOTH_COLOUR = (0.80, 0.33, 0.22, 1.0)
 BODY_COLOUR = (0.55, 0.58, 0.62, 1.0)
 FLOOR_COLOUR = (0.85, 0.85, 0.82, 1.0)
@@ -116,6 +117,7 @@ class Scene:
     box: Box | None = None
     ball: Ball | None = None
     wind: float = 0.0  # strength of a Wind field along +x, turned WIND_ANGLE towards +y
+    lowered: tuple = ()  # (metres, frames): the cloth object, so its pins, moves down linearly
     fps: int = 24
 
     def last_frame(self, quick: bool) -> int:
@@ -124,7 +126,7 @@ class Scene:
 
 # Frame counts: long enough to see the cloth settle (or, for the flag, keep moving for 2 s after
 # its start-up), short enough for a whole run in minutes on 2 cores. Blender's self-collision at
-# 100 x 100 costs seconds a frame, so "folds" stops 2 s after the sheet reaches the floor.
+# 100 x 100 costs seconds a frame, so "folds" holds the lowered sheet for only 8 frames.
 SCENES = {scene.name: scene for scene in (
     Scene("tablecloth", (60, 60), (1.6, 1.6), "xy", (0.0, 0.0, 1.05), 100, 14,
           ((2.1, -2.6, 2.0), (0.0, 0.0, 0.5)), box=Box((1.0, 1.0, 0.75), (0.0, 0.0, 0.375))),
@@ -137,8 +139,9 @@ SCENES = {scene.name: scene for scene in (
           ((0.9, -3.2, 1.8), (0.75, 0.2, 1.4)), pins="left", floor=False, wind=8.0),
     Scene("pile", (8, 60), (0.4, 3.0), "xz", (0.0, 0.0, 1.6), 90, 14,
           ((1.0, -1.3, 0.8), (0.0, 0.0, 0.15)), ways=(BLENDER_SELF, OURS_SELF), fps=30),
-    Scene("folds", (100, 100), (2.0, 2.0), "xz", (0.0, 0.0, 1.1), 64, 8,
-          ((2.3, -2.9, 1.9), (0.0, 0.0, 0.3)), ways=(BLENDER_SELF, OURS_SELF, OURS)),
+    Scene("folds", (100, 100), (2.0, 2.0), "xz", (0.0, 0.0, 1.05), 76, 8,
+          ((2.3, -2.9, 1.9), (0.0, 0.0, 0.3)), ways=(BLENDER_SELF, OURS_SELF, OURS), pins="top",
+          lowered=(2.0, 67)),
 )}
 
 
@@ -259,7 +262,7 @@ def add_camera(scene: Scene):
     bpy.context.scene.collection.objects.link(camera)
     camera.location = location
     camera.rotation_euler = (target - location).to_track_quat("-Z", "Y").to_euler()
-    data.lens = 32.0
+    data.lens = 38.0
     blend = bpy.context.scene
     blend.camera = camera
     blend.render.engine = "BLENDER_WORKBENCH"
@@ -285,6 +288,11 @@ def build(scene: Scene, way: Way, last: int):
     cloth = mesh_object("Cloth", vertices, quads, CLOTH_COLOUR)
     if len(pinned):
         cloth.vertex_groups.new(name="Pins").add(pinned.tolist(), 1.0, "REPLACE")
+    if scene.lowered:
+        depth, frames = scene.lowered
+        cloth.keyframe_insert("location", frame=1)
+        cloth.location.z -= depth
+        cloth.keyframe_insert("location", frame=1 + frames)
     for other in bpy.context.view_layer.objects:
         other.select_set(False)
     cloth.select_set(True)
@@ -375,17 +383,17 @@ def play(scene: Scene, way: Way, last: int, render_to: Path | None) -> Run:
         run.inside = max(run.inside, int(inside.sum()))
         if way.self_collision and frame % CROSSING_EVERY == 0 or frame == last:
             run.crossings[frame] = quality.edge_triangle_crossings(x, edges, triangles)
+        if render_to is not None and frame in render_frames(last):
+            # Now, not after the run: going back to a frame, Blender's cloth shows the last frame
+            # it was at, not the one it computed there.
+            blend.render.filepath = str(render_to / f"{scene.name}_{way.label}_{frame}.png")
+            bpy.ops.render.render(write_still=True)
+            run.renders[frame] = blend.render.filepath
     if not way.blender:
         from cloth_addon.blender import session
 
         run.error = session.errors.get(cloth.session_uid, "")
     finish(scene, run, np.stack(frames))
-    if render_to is not None:
-        for frame in render_frames(last):
-            blend.frame_set(frame)
-            blend.render.filepath = str(render_to / f"{scene.name}_{way.label}_{frame}.png")
-            bpy.ops.render.render(write_still=True)
-            run.renders[frame] = blend.render.filepath
     return run
 
 
@@ -398,7 +406,7 @@ def finish(scene: Scene, run: Run, frames: np.ndarray) -> None:
     if scene.wind:
         normal = (0.0, 1.0, 0.0) if scene.plane == "xz" else (0.0, 0.0, 1.0)
         run.flutter = quality.out_of_plane_std(frames[-int(FLUTTER_SECONDS * scene.fps):], normal)
-    if scene.floor and any(way.self_collision for way in scene.ways):
+    if scene.floor and not scene.pins:
         run.pile = float(frames[-1][:, 2].max())
 
 
@@ -470,12 +478,12 @@ def targets(scene: Scene, runs: dict) -> list:
         rows.append(("still moving: out-of-plane std, last 2 s >= 20 mm",
                      verdict(ours.flutter, 0.02, "mm", at_least=True, scale=1000)))
     if ours_self is not None:
-        rows += [("0 edge-triangle crossings (every 10th frame)",
-                  verdict(max(ours_self.crossings.values(), default=float("nan")), 0, "crossings")),
-                 ("pile keeps height >= 50 mm",
-                  verdict(ours_self.pile, 0.05, "mm", at_least=True, scale=1000))]
+        rows.append(("0 edge-triangle crossings (every 10th frame)",
+                     verdict(max(ours_self.crossings.values(), default=float("nan")), 0, "crossings")))
     if scene.name == "pile":
-        rows.append(("ms/frame <= 1/2 of Blender's", verdict(ours_self.ms, blender.ms / 2, "ms")))
+        rows += [("pile keeps height >= 50 mm",
+                  verdict(ours_self.pile, 0.05, "mm", at_least=True, scale=1000)),
+                 ("ms/frame <= 1/2 of Blender's", verdict(ours_self.ms, blender.ms / 2, "ms"))]
     if scene.name == "folds":
         rows += [("ms/frame <= 1/4 of Blender's self-collision", verdict(ours_self.ms, blender.ms / 4, "ms")),
                  ("ms/frame <= 3x ours without self-collision", verdict(ours_self.ms, 3 * ours.ms, "ms"))]
