@@ -371,6 +371,9 @@ def play(scene: Scene, way: Way, last: int, render_to: Path | None) -> Run:
         if frame > WARMUP + 1:
             run.times.append(elapsed)
         x = evaluated_world(cloth, depsgraph)
+        if not np.isfinite(x).all():
+            run.error = f"positions not finite from frame {frame} on; the run stops there"
+            break
         frames.append(x)
         strain = quality.edge_strain(x, edges, rest_length)
         run.p95 = max(run.p95, quality.percentile(strain, 95))
@@ -429,8 +432,9 @@ def side_by_side(scene: Scene, runs: dict, path: Path) -> None:
     font = ImageFont.load_default(size=16)
     for row, frame in enumerate(frames):
         for column, way in enumerate(ways):
-            tile = Image.open(runs[way].renders[frame]).convert("RGB")
-            sheet.paste(tile, (column * width, row * height))
+            if frame in runs[way].renders:
+                tile = Image.open(runs[way].renders[frame]).convert("RGB")
+                sheet.paste(tile, (column * width, row * height))
             label, corner = f"{way.label}, frame {frame}", (column * width + 8, row * height + 6)
             draw.rectangle(draw.textbbox(corner, label, font=font), fill="white")
             draw.text(corner, label, fill="black", font=font)

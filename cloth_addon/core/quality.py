@@ -36,22 +36,58 @@ def segment_triangle_hits(p0, p1, a, b, c):
     return straddles & inside
 
 
+# Edges and triangles larger than this many median edge lengths (stretched, torn or exploded
+# cloth) are paired with everything by brute force, so that a few huge elements cannot make every
+# pair a k-d tree candidate; all work goes in batches of pairs, so a dense pile stays in memory.
+_LARGE = 4.0
+_EDGE_BATCH = 256
+_PAIR_BATCH = 200_000
+
+
+def _crossing_hits(x, edges, triangles, i, j) -> int:
+    """Crossings among the candidate pairs (edges[i], triangles[j]) that share no vertex."""
+    count = 0
+    for start in range(0, len(i), _PAIR_BATCH):
+        e, t = edges[i[start:start + _PAIR_BATCH]], triangles[j[start:start + _PAIR_BATCH]]
+        disjoint = ~np.any(e[:, :1] == t, axis=1) & ~np.any(e[:, 1:] == t, axis=1)
+        e, t = e[disjoint], t[disjoint]
+        count += int(segment_triangle_hits(x[e[:, 0]], x[e[:, 1]], x[t[:, 0]], x[t[:, 1]], x[t[:, 2]]).sum())
+    return count
+
+
 def edge_triangle_crossings(x, edges, triangles) -> int:
     """How many (edge, triangle) pairs that share no vertex intersect: 0 for a cloth that never
-    passes through itself. Exact: a k-d tree only skips pairs whose bounding spheres (edge midpoint
-    + half length, centroid + farthest corner) are apart."""
+    passes through itself. Exact: only pairs whose bounding spheres (edge midpoint + half length,
+    centroid + farthest corner) are apart are skipped. Positions must be finite."""
     x = np.asarray(x, dtype=np.float64)
     edges, triangles = np.asarray(edges), np.asarray(triangles)
     mid = 0.5 * (x[edges[:, 0]] + x[edges[:, 1]])
     half = 0.5 * np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
     centre = x[triangles].mean(axis=1)
     radius = np.linalg.norm(x[triangles] - centre[:, None], axis=2).max(axis=1)
-    reach = half.max() + radius.max()
-    near = cKDTree(mid).sparse_distance_matrix(cKDTree(centre), reach, output_type="ndarray")
-    e, t = edges[near["i"]], triangles[near["j"]]
-    disjoint = ~np.any(e[:, :1] == t, axis=1) & ~np.any(e[:, 1:] == t, axis=1)
-    e, t = e[disjoint], t[disjoint]
-    return int(segment_triangle_hits(x[e[:, 0]], x[e[:, 1]], x[t[:, 0]], x[t[:, 1]], x[t[:, 2]]).sum())
+    cap = _LARGE * 2.0 * float(np.median(half))
+    small_e, small_t = np.flatnonzero(half <= cap), np.flatnonzero(radius <= cap)
+    large_e, large_t = np.flatnonzero(half > cap), np.flatnonzero(radius > cap)
+    count = 0
+    if len(small_e) and len(small_t):
+        reach = half[small_e].max() + radius[small_t].max()
+        centres = cKDTree(centre[small_t])
+        for start in range(0, len(small_e), _EDGE_BATCH):
+            rows = small_e[start:start + _EDGE_BATCH]
+            near = cKDTree(mid[rows]).sparse_distance_matrix(centres, reach, output_type="ndarray")
+            i, j = rows[near["i"]], small_t[near["j"]]
+            keep = near["v"] <= half[i] + radius[j]
+            count += _crossing_hits(x, edges, triangles, i[keep], j[keep])
+    # Pairs with a large edge (against every triangle) or a large triangle (against small edges).
+    for rows, columns in ((large_e, np.arange(len(triangles))), (small_e, large_t)):
+        if not len(rows) or not len(columns):
+            continue
+        step = max(1, _PAIR_BATCH // len(columns))
+        for start in range(0, len(rows), step):
+            i, j = (a.ravel() for a in np.meshgrid(rows[start:start + step], columns, indexing="ij"))
+            keep = np.linalg.norm(mid[i] - centre[j], axis=1) <= half[i] + radius[j]
+            count += _crossing_hits(x, edges, triangles, i[keep], j[keep])
+    return count
 
 
 def edge_lengths(x, edges) -> np.ndarray:

@@ -38,6 +38,17 @@ def test_crossing_counter_matches_brute_force():
     assert brute > 0 and quality.edge_triangle_crossings(x, edges, triangles) == brute
 
 
+def test_crossing_counter_with_huge_elements_matches_brute_force():
+    # A few vertices flung far away (an exploded cloth) make some edges and triangles huge: they
+    # are paired by brute force, the rest through the k-d tree; the total must be the same.
+    x, triangles, edges = _sheet(12)
+    x = x + np.random.default_rng(3).normal(scale=0.02, size=x.shape)
+    x[[5, 70, 100]] = [(0.5, 0.5, 40.0), (0.4, 0.6, -30.0), (-20.0, 0.5, 0.1)]
+    brute = int(sum(quality.segment_triangle_hits(x[[a]], x[[b]], *(x[[k]] for k in tri))[0]
+                    for a, b in edges for tri in triangles if a not in tri and b not in tri))
+    assert brute > 20 and quality.edge_triangle_crossings(x, edges, triangles) == brute
+
+
 def _sheet(n=6, z=0.0):
     vertices, quads, _ = grid(n, n, 1.0, "xy")
     triangles = np.concatenate([quads[:, [0, 1, 2]], quads[:, [0, 2, 3]]])
