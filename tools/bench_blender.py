@@ -394,9 +394,9 @@ def play(scene: Scene, way: Way, last: int, render_to: Path | None) -> Run:
             bpy.ops.render.render(write_still=True)
             run.renders[frame] = blend.render.filepath
     if not way.blender:
-        from cloth_addon.blender import session
+        from cloth_addon.blender import store
 
-        run.error = session.errors.get(cloth.session_uid, "")
+        run.error = store.errors.get(cloth.session_uid, "")
     finish(scene, run, np.stack(frames))
     return run
 
