@@ -473,14 +473,14 @@ def targets(scene: Scene, runs: dict) -> list:
                   verdict(ours.vertex_depth, 0.001, "mm", scale=1000)),
                  ("ms/frame <= 1/3 of Blender's", verdict(ours.ms, blender.ms / 3, "ms"))]
     if scene.name in ("tablecloth", "drape"):
-        rows += [("settled: last 10 frames mean <= 0.5 mm/frame",
+        rows += [("settled, last 10 frames mean <= 0.5 mm/frame",
                   verdict(ours.motion[0], 0.0005, "mm/frame", scale=1000)),
-                 ("settled: no vertex > 5 mm in a frame (last 10)",
+                 ("settled, no vertex > 5 mm in a frame (last 10)",
                   verdict(ours.motion[1], 0.005, "mm/frame", scale=1000))]
     if scene.name == "curtain":
         rows.append(("pushed >= 0.8x Blender's", verdict(ours.push, 0.8 * blender.push, "m", at_least=True)))
     if scene.name == "flag":
-        rows.append(("still moving: out-of-plane std, last 2 s >= 20 mm",
+        rows.append(("still moving, out-of-plane std, last 2 s >= 20 mm",
                      verdict(ours.flutter, 0.02, "mm", at_least=True, scale=1000)))
     if ours_self is not None:
         rows.append(("0 edge-triangle crossings (every 10th frame)",
