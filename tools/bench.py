@@ -1,4 +1,7 @@
-"""`python build.py bench [--vs-blender]`: solver benchmarks that print numbers (never assert).
+"""`python build.py bench`: solver benchmarks that print numbers (never assert).
+
+`python build.py bench --vs-blender [options]` runs only the comparison with Blender's cloth
+(tools/bench_blender.py; `--vs-blender --help` lists its options).
 
 Scene: a 2 m square sheet lying flat, its top row pinned, swinging down under gravity
 (10 iterations, default material, 24 fps). Each number is the median over frames after a
@@ -123,14 +126,13 @@ def run_optional(module: str, *args) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if "--vs-blender" in argv:  # the comparison with Blender's cloth alone: it takes minutes by itself
+        return run_optional("bench_blender", [a for a in argv if a != "--vs-blender"])
     print(f"machine: {machine()}; factorisation backends: {', '.join(BACKENDS)}")
     bench_solvers()
     bench_fast_solver_parts()
     bench_factorisation()
-    status = run_optional("bench_collision")
-    if "--vs-blender" in argv:
-        status = run_optional("bench_blender", [a for a in argv if a != "--vs-blender"]) or status
-    return status
+    return run_optional("bench_collision")
 
 
 if __name__ == "__main__":

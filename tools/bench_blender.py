@@ -1,25 +1,38 @@
-"""`python build.py bench --vs-blender`: our cloth against Blender's own Cloth modifier, same scenes.
+"""`python build.py bench --vs-blender`: our cloth next to Blender's own Cloth modifier, same scenes.
 
-In one process with the real Blender (PyPI bpy, background mode), every scene runs three ways:
-    blender  Blender's Cloth modifier, default settings (quality 5, scene at 24 fps)
-    add-on   our extension: make_cloth, then the frame_change_post handler plays the frames and
-             writes the ClothSim shape key (what a user gets)
-    core     Simulation.step alone, with the very Settings, pins and colliders the add-on built
-Scenes: a 2 m sheet of n x n vertices lying flat and pinned along one edge (it swings down and
-hangs), and the same sheet dropped onto a sphere with Collision physics; each also with
-self-collision. A frame is timed from scene.frame_set until the evaluated depsgraph is ready
-(the modifier's result, or the mesh with the shape key just written), after WARMUP frames.
+Every scene is built in the real Blender (PyPI bpy, background mode) and played once per way:
+    Blender   Blender's Cloth modifier, its defaults (quality 5); Self Collision on where the way says
+    ours      the add-on as a user gets it: Make Cloth with its defaults (only the pin group and,
+              where the way says, Self Collision set), played through its frame_change_post handler
+              that writes the ClothSim shape key
+A frame is timed from scene.frame_set until the evaluated depsgraph is ready (the modifier's result,
+or the mesh with the key just written); ms/frame is the median after WARMUP frames.
 
-Quality, from the evaluated mesh in world space:
-    strain       max over frames and mesh edges of (length / rest length - 1): stretch only
-    lowest       min z at the last frame, m
-    penetration  deepest vertex inside the sphere's polygon mesh (the body both simulators
-                 collide with; ours uses the circumscribed analytic sphere), max over frames, mm
+Scenes (floor: a 20 m plane with Collision at z = 0; colliders keep Blender's default Collision
+settings; sheets are flat grids of quads, in world space at the identity transform):
+    tablecloth  1.6 m square, 60 x 60, falls from 0.3 m above a 1.0 x 1.0 x 0.75 m box on the floor
+    drape       1.6 m square, 50 x 50, falls from 0.3 m above a 0.45 m UV sphere (32 x 16) on the floor
+    curtain     2 m square, 50 x 50, hanging, top row pinned; a 0.3 m UV sphere moves through it at
+                1 m/s (from 0.8 m in front, centre 1 m below the top)
+    flag        1.5 x 1.0 m, 45 x 30, hanging, pinned along its short (left) edge; a Wind field of
+                strength 8 blowing along the flag, turned 10 degrees out of its plane
+    pile        8 x 60 strip (0.4 x 3.0 m) hanging, bottom 0.1 m above the floor, falls; self-collision
+                on in both; 30 fps
+    folds       100 x 100 sheet (2 m) hanging from its pinned top row, bottom 5 cm above the floor,
+                lowered 5 cm a frame (the object is keyframed down 2 m over frames 1-41, then held)
+                so that it piles up in folds; Blender with self-collision, ours with and without
+Measured from the evaluated mesh of every frame (cloth_addon.core.quality): p95 and max edge stretch;
+cloth edges inside a collider (some point of the edge inside the box, ball or floor; count in the
+worst frame, deepest mm) and the deepest vertex; motion over the last 10 frames (mean and max
+mm/frame); the curtain's push (largest displacement along the ball's motion); the flag's
+out-of-plane motion (standard deviation in time of each vertex across the flag's plane, mean over
+vertices, last 2 s); with self-collision, edge-triangle crossings every 10 frames and the pile's
+height (highest vertex at the last frame). Then the issues' targets: met, or missed by how much.
 
-Then the bake: FRAMES_BAKE frames of a 100 x 100 cloth baked to shape keys and to PC2 through
-the bake operator, each in a fresh process so that its peak RSS is its own.
+Renders: frames 30, 60 and the last of every way, Workbench, smooth shading, one camera and studio
+light per scene, to docs/vs_blender_<scene>.png (rows: frames; columns: the ways, Blender's left).
 
-    python tools/bench_blender.py [--quick] [--no-bake] [--no-chart]   (PYTHONPATH = repo root)
+    python build.py bench --vs-blender [--scenes NAME ...] [--quick] [--no-render] [--no-chart]
 Prints numbers; asserts nothing about time.
 """
 
@@ -40,299 +53,526 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-CHART = ROOT / "docs" / "bench_vs_blender.png"
-SIZE = 2.0  # m, side of the sheet (one more scene uses 4 m, see SCENES)
-SHEET_HEIGHT = {"pinned": 1.0, "drape": 0.62}  # m, z of the flat sheet at frame 1
-SPHERE_RADIUS = 0.5  # m, centred at the origin
-SPHERE_SEGMENTS, SPHERE_RINGS = 32, 16
+from cloth_addon.core import quality  # noqa: E402  (bpy-free: the measures are unit-tested)
+from cloth_addon.core.scenes import grid  # noqa: E402
+
+DOCS = ROOT / "docs"
+CHART = DOCS / "bench_vs_blender.png"
 WARMUP = 5
-# Measured frames per sheet size, and with self-collision (Blender takes 2-3 s a frame at
-# 100 x 100 with self-collision on this machine): enough for a stable median in a few minutes.
-FRAMES = {50: 40, 100: 25}
-FRAMES_SELF = {50: 30, 100: 15}
-QUICK_FRAMES = {50: 8, 100: 4}
-FRAMES_BAKE = 250
-BAKE_SIZE = 100
-KINDS = ("pinned", "drape", "pinned+self", "drape+self")
-WAYS = ("blender", "addon", "core")
+FLOOR_SIZE = 20.0  # m
+WIND_ANGLE = 10.0  # degrees between the wind and the flag's plane
+SETTLE_FRAMES = 10  # motion is measured over the last this many frames
+FLUTTER_SECONDS = 2.0
+CROSSING_EVERY = 10  # frames between crossing counts (exact counts cost up to a second at 100 x 100)
+RENDER_FRAMES = (30, 60)  # and the last
+RENDER_SIZE = (520, 350)
+CLOTH_COLOUR = (0.80, 0.33, 0.22, 1.0)
+BODY_COLOUR = (0.55, 0.58, 0.62, 1.0)
+FLOOR_COLOUR = (0.85, 0.85, 0.82, 1.0)
+
+
+@dataclass(frozen=True)
+class Way:
+    """One simulator as a user would set it up."""
+
+    label: str
+    blender: bool
+    self_collision: bool = False
+
+
+BLENDER, OURS = Way("Blender", True), Way("ours", False)
+BLENDER_SELF, OURS_SELF = Way("Blender, self-collision", True, True), Way("ours, self-collision", False, True)
+
+
+@dataclass(frozen=True)
+class Ball:
+    """A UV sphere (32 segments, 16 rings) with Collision; `velocity` m/s, keyframed linearly."""
+
+    radius: float
+    location: tuple
+    velocity: tuple = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A box with Collision, `size` (x, y, z) m, centred at `location`."""
+
+    size: tuple
+    location: tuple
 
 
 @dataclass(frozen=True)
 class Scene:
-    """n x n vertices, kind "pinned" | "drape" (+ "+self" for self-collision), side in metres."""
+    name: str
+    counts: tuple  # vertices across the sheet's width and height
+    size: tuple  # (width, height) m
+    plane: str  # "xy": lying flat; "xz": hanging, row 0 on top
+    centre: tuple  # world position of the sheet's centre at frame 1
+    frames: int  # the last frame played (frame 1 is the rest shape)
+    quick_frames: int
+    camera: tuple  # (location, point looked at)
+    ways: tuple = (BLENDER, OURS)
+    pins: str = ""  # "top" row or "left" column
+    floor: bool = True
+    box: Box | None = None
+    ball: Ball | None = None
+    wind: float = 0.0  # strength of a Wind field along +x, turned WIND_ANGLE towards +y
+    lowered: tuple = ()  # (metres, frames): the cloth object, so its pins, moves down linearly
+    fps: int = 24
 
-    n: int
-    kind: str
-    size: float = SIZE
-
-    @property
-    def self_collision(self) -> bool:
-        return self.kind.endswith("+self")
-
-    @property
-    def pinned(self) -> bool:
-        return self.kind.startswith("pinned")
-
-    @property
-    def label(self) -> str:
-        extra = "" if self.size == SIZE else f" {self.size:g} m"
-        return f"{self.n}x{self.n} {self.kind}{extra}"
-
-    def frames(self, quick: bool) -> int:
-        table = QUICK_FRAMES if quick else FRAMES_SELF if self.self_collision else FRAMES
-        return table.get(self.n, table[max(table)])
+    def last_frame(self, quick: bool) -> int:
+        return self.quick_frames if quick else self.frames
 
 
-# At 100 x 100 the 2 m sheet's 2 cm spacing is close to Blender's default self-collision
-# distance (1.5 cm), so a 4 m sheet (4 cm spacing, well apart from it) is also run.
-SCENES = tuple(Scene(n, kind) for n in (50, 100) for kind in KINDS) + (Scene(100, "pinned+self", 4.0),)
+# Frame counts: long enough to see the cloth settle (or, for the flag, keep moving for 2 s after
+# its start-up), short enough for a whole run in minutes on 2 cores. Blender's self-collision at
+# 100 x 100 costs 5-10 s a frame once the sheet piles up, so "folds" is lowered at 5 cm a frame
+# and held for only 7 frames.
+SCENES = {scene.name: scene for scene in (
+    Scene("tablecloth", (60, 60), (1.6, 1.6), "xy", (0.0, 0.0, 1.05), 100, 14,
+          ((2.1, -2.6, 2.0), (0.0, 0.0, 0.5)), box=Box((1.0, 1.0, 0.75), (0.0, 0.0, 0.375))),
+    Scene("drape", (50, 50), (1.6, 1.6), "xy", (0.0, 0.0, 1.2), 100, 14,
+          ((2.0, -2.5, 1.8), (0.0, 0.0, 0.45)), ball=Ball(0.45, (0.0, 0.0, 0.45))),
+    Scene("curtain", (50, 50), (2.0, 2.0), "xz", (0.0, 0.0, 1.2), 96, 14,
+          ((4.2, -2.0, 2.0), (0.0, 0.7, 1.1)), pins="top", floor=False,
+          ball=Ball(0.3, (0.0, -0.8, 1.2), (0.0, 1.0, 0.0))),
+    Scene("flag", (45, 30), (1.5, 1.0), "xz", (0.75, 0.0, 1.5), 120, 14,
+          ((0.9, -3.2, 1.8), (0.75, 0.2, 1.4)), pins="left", floor=False, wind=8.0),
+    Scene("pile", (8, 60), (0.4, 3.0), "xz", (0.0, 0.0, 1.6), 90, 14,
+          ((1.0, -1.3, 0.8), (0.0, 0.0, 0.15)), ways=(BLENDER_SELF, OURS_SELF), fps=30),
+    Scene("folds", (100, 100), (2.0, 2.0), "xz", (0.0, 0.0, 1.05), 48, 8,
+          ((2.3, -2.9, 1.9), (0.0, 0.0, 0.3)), ways=(BLENDER_SELF, OURS_SELF, OURS), pins="top",
+          lowered=(2.0, 40)),
+)}
 
 
 @dataclass
 class Run:
-    """One scene run one way: per-frame seconds and quality figures."""
+    """One scene played one way: timings and the quality measures."""
 
     times: list = field(default_factory=list)
-    strain: float = 0.0
-    lowest: float = float("nan")
-    penetration: float = 0.0
-    note: str = ""
+    p95: float = 0.0  # largest per-frame 95th percentile of edge stretch
+    strain: float = 0.0  # largest edge stretch in any frame
+    inside: int = 0  # cloth edges inside a collider, worst frame
+    edge_depth: float = 0.0  # m, deepest point of a cloth edge inside a collider, any frame
+    vertex_depth: float = 0.0  # m, deepest vertex inside a collider, any frame
+    motion: tuple = (float("nan"), float("nan"))  # m/frame over the last frames: mean, max
+    push: float = float("nan")  # m, curtain
+    flutter: float = float("nan")  # m, flag
+    crossings: dict = field(default_factory=dict)  # frame -> edge-triangle crossings
+    pile: float = float("nan")  # m, highest vertex above the floor at the last frame
+    renders: dict = field(default_factory=dict)  # frame -> png path
+    error: str = ""
 
     @property
     def ms(self) -> float:
         return 1000.0 * statistics.median(self.times) if self.times else float("nan")
 
 
-# -- scene building ----------------------------------------------------------------------------
-
-def bpy_module():
-    import bpy  # imported late: `--help` and the chart work without Blender
-
-    return bpy
-
-
-def register_addon():
-    import cloth_addon
-
-    cloth_addon.register()
-
-
-def fresh_scene():
-    bpy = bpy_module()
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    scene = bpy.context.scene
-    scene.render.fps, scene.render.fps_base = 24, 1.0
-    scene.frame_start, scene.frame_end = 1, 250
-    scene.frame_set(1)
-    return scene
-
+# -- building a scene --------------------------------------------------------------------------
 
 def sheet_arrays(scene: Scene):
-    """(vertices (n*n, 3) world, quads (m, 4), pinned row indices) of a flat, centred sheet."""
-    from cloth_addon.core.scenes import grid
-
-    vertices, quads, index = grid(scene.n, scene.n, scene.size, "xy")
-    vertices = vertices - (scene.size / 2, scene.size / 2, -SHEET_HEIGHT[scene.kind.split("+")[0]])
-    pinned = index[0] if scene.pinned else np.empty(0, dtype=np.int64)
+    """(vertices (n, 3) world, quads (m, 4), pinned vertex indices) of the scene's sheet."""
+    nx, ny = scene.counts
+    vertices, quads, index = grid(nx, ny, 1.0, scene.plane)
+    width, height = scene.size
+    vertices = vertices * ((width, height, 1.0) if scene.plane == "xy" else (width, 1.0, height))
+    vertices += np.asarray(scene.centre) - 0.5 * (vertices.max(axis=0) + vertices.min(axis=0))
+    pinned = {"top": index[0], "left": index[:, 0], "": np.empty(0, dtype=np.int64)}[scene.pins]
     return vertices, quads, pinned
 
 
-def add_sheet(scene: Scene):
-    """The sheet as a mesh object at the identity transform (local = world), pins in group 'Pins'."""
-    bpy = bpy_module()
-    vertices, quads, pinned = sheet_arrays(scene)
-    mesh = bpy.data.meshes.new("Sheet")
-    mesh.from_pydata(vertices.tolist(), [], quads.tolist())
-    mesh.update()
-    obj = bpy.data.objects.new("Sheet", mesh)
-    bpy.context.scene.collection.objects.link(obj)
-    if len(pinned):
-        obj.vertex_groups.new(name="Pins").add(pinned.tolist(), 1.0, "REPLACE")
-    from cloth_addon.blender.selection import select_only
+def fresh_blend(scene: Scene, last: int):
+    import bpy
 
-    select_only(obj)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.context.preferences.edit.keyframe_new_interpolation_type = "LINEAR"
+    blend = bpy.context.scene
+    blend.render.fps, blend.render.fps_base = scene.fps, 1.0
+    blend.frame_start, blend.frame_end = 1, last
+    blend.frame_set(1)
+    return blend
+
+
+def link(obj, colour):
+    import bpy
+
+    bpy.context.scene.collection.objects.link(obj)
+    obj.color = colour
     return obj
 
 
-def add_sphere():
-    bpy = bpy_module()
-    bpy.ops.mesh.primitive_uv_sphere_add(segments=SPHERE_SEGMENTS, ring_count=SPHERE_RINGS,
-                                         radius=SPHERE_RADIUS, location=(0.0, 0.0, 0.0))
-    sphere = bpy.context.active_object
-    sphere.name = "Ball"
-    sphere.modifiers.new("Collision", "COLLISION")
-    return sphere
+def mesh_object(name, vertices, faces, colour):
+    import bpy
+
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(np.asarray(vertices).tolist(), [], np.asarray(faces).tolist())
+    mesh.shade_smooth()
+    mesh.update()
+    return link(bpy.data.objects.new(name, mesh), colour)
 
 
-def build(scene: Scene):
-    """Fresh scene with the sheet (and the sphere for a drape): (sheet, sphere planes or None)."""
-    fresh_scene()
-    planes = None if scene.pinned else sphere_planes(add_sphere())
-    return add_sheet(scene), planes
+def add_collision(obj):
+    obj.modifiers.new("Collision", "COLLISION")
+    return obj
 
 
-def sphere_planes(sphere):
-    """(normals (f, 3), offsets (f,)): the sphere's faces as planes n . x = offset, world space."""
-    from cloth_addon.blender import colliders
+def add_bodies(scene: Scene, last: int) -> list:
+    """The scene's colliders; returns [(object or None, planes for a fixed body)]."""
+    import bpy
 
-    bpy = bpy_module()
-    _, _, normals, centres = colliders.world_mesh(sphere, bpy.context.evaluated_depsgraph_get())
-    normals = normals / np.linalg.norm(normals, axis=1, keepdims=True)
-    return normals, np.einsum("ij,ij->i", normals, centres)
+    bodies = []
+    if scene.floor:
+        half = FLOOR_SIZE / 2
+        floor = mesh_object("Floor", [(-half, -half, 0), (half, -half, 0), (half, half, 0), (-half, half, 0)],
+                            [(0, 1, 2, 3)], FLOOR_COLOUR)
+        bodies.append((None, quality.half_space()))
+        add_collision(floor)
+    if scene.box is not None:
+        bpy.ops.mesh.primitive_cube_add(size=1.0, location=scene.box.location)
+        box = bpy.context.active_object
+        box.scale = scene.box.size
+        box.color = BODY_COLOUR
+        bodies.append((add_collision(box), None))
+    if scene.ball is not None:
+        ball = scene.ball
+        bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=ball.radius,
+                                             location=ball.location)
+        sphere = bpy.context.active_object
+        sphere.color = BODY_COLOUR
+        bpy.ops.object.shade_smooth()
+        if any(ball.velocity):
+            sphere.keyframe_insert("location", frame=1)
+            sphere.location = np.asarray(ball.location) + np.asarray(ball.velocity) * (last - 1) / scene.fps
+            sphere.keyframe_insert("location", frame=last)
+        bodies.append((add_collision(sphere), None))
+    if scene.wind:
+        bpy.ops.object.effector_add(type="WIND", location=(-0.6, 0.0, scene.centre[2]),
+                                    rotation=(0.0, np.pi / 2, np.radians(WIND_ANGLE)))
+        bpy.context.active_object.field.strength = scene.wind
+    return bodies
 
 
-# -- quality -----------------------------------------------------------------------------------
+def add_camera(scene: Scene):
+    import bpy
+    from mathutils import Vector
 
-class Quality:
-    """Accumulates strain and penetration over frames for one run."""
+    location, target = (Vector(v) for v in scene.camera)
+    data = bpy.data.cameras.new("Camera")
+    camera = bpy.data.objects.new("Camera", data)
+    bpy.context.scene.collection.objects.link(camera)
+    camera.location = location
+    camera.rotation_euler = (target - location).to_track_quat("-Z", "Y").to_euler()
+    data.lens = 38.0
+    blend = bpy.context.scene
+    blend.camera = camera
+    blend.render.engine = "BLENDER_WORKBENCH"
+    blend.render.resolution_x, blend.render.resolution_y = RENDER_SIZE
+    blend.render.resolution_percentage = 100
+    blend.render.image_settings.file_format = "PNG"
+    shading = blend.display.shading
+    shading.light, shading.color_type = "STUDIO", "OBJECT"
+    shading.show_shadows, shading.show_cavity = True, False
+    blend.display.shadow_focus = 0.5
+    blend.world = bpy.data.worlds.new("World")
+    blend.world.color = (0.62, 0.68, 0.75)
 
-    def __init__(self, rest: np.ndarray, edges: np.ndarray, planes):
-        self.edges = edges
-        self.rest_length = np.linalg.norm(rest[edges[:, 0]] - rest[edges[:, 1]], axis=1)
-        self.planes = planes
 
-    def add(self, run: Run, world: np.ndarray) -> None:
-        length = np.linalg.norm(world[self.edges[:, 0]] - world[self.edges[:, 1]], axis=1)
-        run.strain = max(run.strain, float((length / self.rest_length - 1.0).max()))
-        run.lowest = float(world[:, 2].min())
-        if self.planes is not None:
-            normals, offsets = self.planes
-            # Inside a convex polyhedron every face plane is ahead; the depth is the nearest one.
-            depth = (offsets[None, :] - world @ normals.T).min(axis=1)
-            run.penetration = max(run.penetration, float(max(depth.max(), 0.0)))
+def build(scene: Scene, way: Way, last: int):
+    """The scene in a fresh file with the cloth set up the way says: (cloth object, bodies)."""
+    import bpy
 
+    fresh_blend(scene, last)
+    bodies = add_bodies(scene, last)
+    add_camera(scene)
+    vertices, quads, pinned = sheet_arrays(scene)
+    cloth = mesh_object("Cloth", vertices, quads, CLOTH_COLOUR)
+    if len(pinned):
+        cloth.vertex_groups.new(name="Pins").add(pinned.tolist(), 1.0, "REPLACE")
+    if scene.lowered:
+        depth, frames = scene.lowered
+        cloth.keyframe_insert("location", frame=1)
+        cloth.location.z -= depth
+        cloth.keyframe_insert("location", frame=1 + frames)
+    for other in bpy.context.view_layer.objects:
+        other.select_set(False)
+    cloth.select_set(True)
+    bpy.context.view_layer.objects.active = cloth
+    if way.blender:
+        modifier = cloth.modifiers.new("Cloth", "CLOTH")
+        if len(pinned):
+            modifier.settings.vertex_group_mass = "Pins"
+        modifier.collision_settings.use_self_collision = way.self_collision
+        modifier.point_cache.frame_start, modifier.point_cache.frame_end = 1, last
+    else:
+        props = cloth.cloth_addon
+        if len(pinned):
+            props.pin_group = "Pins"
+        props.use_self_collision = way.self_collision
+        if bpy.ops.cloth_addon.make_cloth() != {"FINISHED"}:
+            raise RuntimeError("make_cloth failed")
+    return cloth, bodies
+
+
+# -- reading Blender's meshes ------------------------------------------------------------------
 
 def evaluated_world(obj, depsgraph) -> np.ndarray:
-    from cloth_addon.blender import mesh_io
-
+    """(n, 3) float64 world positions of the object's evaluated mesh (modifiers, shape keys)."""
     evaluated = obj.evaluated_get(depsgraph)
     mesh = evaluated.to_mesh()
     try:
-        local = mesh_io.read_positions(mesh)
+        local = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+        mesh.vertices.foreach_get("co", local)
+        matrix = np.array(evaluated.matrix_world, dtype=np.float64)
     finally:
         evaluated.to_mesh_clear()
-    return mesh_io.to_world(mesh_io.matrix_to_numpy(evaluated.matrix_world), local)
+    return local.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
 
 
-def play(obj, frames: int, quality: Quality) -> Run:
-    """Play frames 2 .. WARMUP + frames + 1 in order; time the measured ones."""
-    bpy = bpy_module()
-    scene = bpy.context.scene
-    run = Run()
-    for frame in range(2, WARMUP + frames + 2):
+def mesh_topology(mesh):
+    """(edges (e, 2), triangles (t, 3)) int64 of a mesh."""
+    mesh.calc_loop_triangles()
+    edges = np.empty(len(mesh.edges) * 2, dtype=np.int32)
+    mesh.edges.foreach_get("vertices", edges)
+    triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
+    mesh.loop_triangles.foreach_get("vertices", triangles)
+    return edges.reshape(-1, 2).astype(np.int64), triangles.reshape(-1, 3).astype(np.int64)
+
+
+def body_planes(bodies, depsgraph) -> list:
+    """Each collider as half-spaces at the current frame (a moving ball's are read again)."""
+    planes = []
+    for obj, fixed in bodies:
+        if fixed is not None:
+            planes.append(fixed)
+            continue
+        _, triangles = mesh_topology(obj.data)
+        planes.append(quality.convex_planes(evaluated_world(obj, depsgraph), triangles))
+    return planes
+
+
+# -- playing and measuring ---------------------------------------------------------------------
+
+def play(scene: Scene, way: Way, last: int, render_to: Path | None) -> Run:
+    """Build the scene, play frames 2 .. last in order, measure every frame, render some."""
+    import bpy
+
+    cloth, bodies = build(scene, way, last)
+    blend = bpy.context.scene
+    rest, _, _ = sheet_arrays(scene)
+    edges, triangles = mesh_topology(cloth.data)
+    rest_length = quality.edge_lengths(rest, edges)
+    run, frames = Run(), [rest]
+    for frame in range(2, last + 1):
         start = time.perf_counter()
-        scene.frame_set(frame)
+        blend.frame_set(frame)
         depsgraph = bpy.context.evaluated_depsgraph_get()  # flushes what the handler tagged
         elapsed = time.perf_counter() - start
         if frame > WARMUP + 1:
             run.times.append(elapsed)
-        quality.add(run, evaluated_world(obj, depsgraph))
+        x = evaluated_world(cloth, depsgraph)
+        if not np.isfinite(x).all():
+            run.error = f"positions not finite from frame {frame} on; the run stops there"
+            break
+        frames.append(x)
+        strain = quality.edge_strain(x, edges, rest_length)
+        run.p95 = max(run.p95, quality.percentile(strain, 95))
+        run.strain = max(run.strain, float(strain.max()))
+        inside = np.zeros(len(edges), dtype=bool)
+        for planes in body_planes(bodies, depsgraph):
+            depth = quality.edge_depth(x, edges, planes)
+            inside |= depth > 0.0
+            run.edge_depth = max(run.edge_depth, float(depth.max()))
+            run.vertex_depth = max(run.vertex_depth, float(quality.point_depth(x, planes).max()))
+        run.inside = max(run.inside, int(inside.sum()))
+        if way.self_collision and frame % CROSSING_EVERY == 0 or frame == last:
+            run.crossings[frame] = quality.edge_triangle_crossings(x, edges, triangles)
+        if render_to is not None and frame in render_frames(last):
+            # Now, not after the run: going back to a frame, Blender's cloth shows the last frame
+            # it was at, not the one it computed there.
+            blend.render.filepath = str(render_to / f"{scene.name}_{way.label}_{frame}.png")
+            bpy.ops.render.render(write_still=True)
+            run.renders[frame] = blend.render.filepath
+    if not way.blender:
+        from cloth_addon.blender import store
+
+        run.error = store.errors.get(cloth.session_uid, "")
+    finish(scene, run, np.stack(frames))
     return run
 
 
-# -- the three ways ----------------------------------------------------------------------------
-
-def run_blender(scene: Scene, frames: int) -> Run:
-    obj, planes = build(scene)
-    modifier = obj.modifiers.new("Cloth", "CLOTH")
-    if scene.pinned:
-        modifier.settings.vertex_group_mass = "Pins"
-    modifier.collision_settings.use_self_collision = scene.self_collision
-    modifier.point_cache.frame_start, modifier.point_cache.frame_end = 1, 250
-    return play(obj, frames, Quality(sheet_arrays(scene)[0], mesh_edges(obj), planes))
-
-
-def make_addon_cloth(scene: Scene):
-    bpy = bpy_module()
-    obj, planes = build(scene)
-    props = obj.cloth_addon
-    if scene.pinned:
-        props.pin_group = "Pins"
-    props.use_self_collision = scene.self_collision
-    if bpy.ops.cloth_addon.make_cloth() != {"FINISHED"}:
-        raise RuntimeError("make_cloth failed")
-    return obj, planes
+def finish(scene: Scene, run: Run, frames: np.ndarray) -> None:
+    """The measures that need the whole run: settling, the curtain's push, the flag, the pile."""
+    run.motion = quality.frame_motion(frames[-SETTLE_FRAMES - 1:])
+    if scene.ball is not None and any(scene.ball.velocity):
+        direction = np.asarray(scene.ball.velocity) / np.linalg.norm(scene.ball.velocity)
+        run.push = float(((frames - frames[0]) @ direction).max())
+    if scene.wind:
+        normal = (0.0, 1.0, 0.0) if scene.plane == "xz" else (0.0, 0.0, 1.0)
+        run.flutter = quality.out_of_plane_std(frames[-int(FLUTTER_SECONDS * scene.fps):], normal)
+    if scene.floor and not scene.pins and any(way.self_collision for way in scene.ways):
+        run.pile = float(frames[-1][:, 2].max())
 
 
-def run_addon(scene: Scene, frames: int) -> Run:
-    obj, planes = make_addon_cloth(scene)
-    run = play(obj, frames, Quality(sheet_arrays(scene)[0], mesh_edges(obj), planes))
-    from cloth_addon.blender import store
-
-    error = store.errors.get(obj.session_uid)
-    if error:
-        raise RuntimeError(f"add-on failed: {error}")
-    return run
+def render_frames(last: int) -> list:
+    return sorted({frame for frame in RENDER_FRAMES if frame < last} | {last})
 
 
-def run_core(scene: Scene, frames: int) -> Run:
-    """Simulation.step alone, built from exactly what the add-on's session built."""
-    from cloth_addon import core
-    from cloth_addon.blender import colliders, store
+def side_by_side(scene: Scene, runs: dict, path: Path) -> None:
+    """One image: a row per rendered frame, a column per way (Blender's first), labelled."""
+    from PIL import Image, ImageDraw, ImageFont
 
-    bpy = bpy_module()
-    obj, planes = make_addon_cloth(scene)
-    live = store.get(obj, bpy.context.scene, bpy.context.evaluated_depsgraph_get())
-    model = live.sim.model
-    # The same Settings, pins and colliders; the collider list is the one the add-on's frame 1 read.
-    found, _ = colliders.scene_colliders(bpy.context.scene, bpy.context.evaluated_depsgraph_get(),
-                                         obj.session_uid)
-    sim = core.Simulation(model.rest_positions, sheet_arrays(scene)[1], settings=live.sim.settings,
-                          pinned=model.pinned, colliders=found)
-    quality = Quality(model.rest_positions, mesh_edges(obj), planes)
-    run = Run()
-    for frame in range(WARMUP + frames):
-        start = time.perf_counter()
-        sim.step(1)
-        elapsed = time.perf_counter() - start
-        if frame >= WARMUP:
-            run.times.append(elapsed)
-        quality.add(run, np.asarray(sim.positions))
-    return run
-
-
-def mesh_edges(obj) -> np.ndarray:
-    from cloth_addon.blender import mesh_io
-
-    return mesh_io.read_edges(obj.data)
+    ways = [way for way in scene.ways if runs[way].renders]
+    if not ways:
+        return
+    frames = sorted(runs[ways[0]].renders)
+    width, height = RENDER_SIZE
+    sheet = Image.new("RGB", (width * len(ways), height * len(frames)), "white")
+    draw = ImageDraw.Draw(sheet)
+    font = ImageFont.load_default(size=16)
+    for row, frame in enumerate(frames):
+        for column, way in enumerate(ways):
+            if frame in runs[way].renders:
+                tile = Image.open(runs[way].renders[frame]).convert("RGB")
+                sheet.paste(tile, (column * width, row * height))
+            label, corner = f"{way.label}, frame {frame}", (column * width + 8, row * height + 6)
+            draw.rectangle(draw.textbbox(corner, label, font=font), fill="white")
+            draw.text(corner, label, fill="black", font=font)
+    for column in range(1, len(ways)):
+        draw.line([(column * width, 0), (column * width, sheet.height)], fill="black", width=2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sheet.save(path)
 
 
-def core_has_self_collision() -> bool:
-    """Whether the core acts on Settings.self_collision (being built in parallel): some core
-    module besides settings.py must read it, else our self-collision rows would time a sheet
-    that ignores itself and compare that with Blender's real self-collision."""
-    core_dir = ROOT / "cloth_addon" / "core"
-    return any("self_collision" in path.read_text() for path in core_dir.rglob("*.py")
-               if path.name != "settings.py")
+# -- targets -----------------------------------------------------------------------------------
+
+def verdict(value: float, limit: float, unit: str, at_least: bool = False, scale: float = 1.0) -> str:
+    """'met (...)' or 'MISSED by ...', value and limit in SI, printed times `scale` in `unit`."""
+    if value != value or limit != limit:
+        return "n/a"
+    shown = f"{scale * value:.3g} {unit}, {'needs >=' if at_least else 'needs <='} {scale * limit:.3g}"
+    if (value >= limit) if at_least else (value <= limit):
+        return f"met ({shown})"
+    if limit == 0.0 or value == 0.0:
+        return f"MISSED ({shown})"
+    factor = limit / value if at_least else value / limit
+    return f"MISSED by {factor:.2f}x ({shown})"
 
 
-# -- bake --------------------------------------------------------------------------------------
+def targets(scene: Scene, runs: dict) -> list:
+    """(target, verdict) for ours in this scene: issue 10's four scenes, issue 11's self-collision."""
+    ours_self, ours = runs.get(OURS_SELF), runs.get(OURS)
+    blender = runs.get(BLENDER) or runs.get(BLENDER_SELF)
+    rows = []
+    if scene.name in ("tablecloth", "drape", "curtain", "flag"):
+        rows += [("p95 edge stretch <= 3% in every frame", verdict(ours.p95, 0.03, "%", scale=100)),
+                 ("max edge stretch <= max(25%, Blender's)",
+                  verdict(ours.strain, max(0.25, blender.strain), "%", scale=100)),
+                 ("no cloth edge inside a collider, any frame", verdict(ours.inside, 0, "edges")),
+                 ("no vertex deeper than 1 mm, any frame",
+                  verdict(ours.vertex_depth, 0.001, "mm", scale=1000)),
+                 ("ms/frame <= 1/3 of Blender's", verdict(ours.ms, blender.ms / 3, "ms"))]
+    if scene.name in ("tablecloth", "drape"):
+        rows += [("settled, last 10 frames mean <= 0.5 mm/frame",
+                  verdict(ours.motion[0], 0.0005, "mm/frame", scale=1000)),
+                 ("settled, no vertex > 5 mm in a frame (last 10)",
+                  verdict(ours.motion[1], 0.005, "mm/frame", scale=1000))]
+    if scene.name == "curtain":
+        rows.append(("pushed >= 0.8x Blender's", verdict(ours.push, 0.8 * blender.push, "m", at_least=True)))
+    if scene.name == "flag":
+        rows.append(("still moving, out-of-plane std, last 2 s >= 20 mm",
+                     verdict(ours.flutter, 0.02, "mm", at_least=True, scale=1000)))
+    if ours_self is not None:
+        rows.append(("0 edge-triangle crossings (every 10th frame)",
+                     verdict(max(ours_self.crossings.values(), default=float("nan")), 0, "crossings")))
+    if scene.name == "pile":
+        rows += [("pile keeps height >= 50 mm",
+                  verdict(ours_self.pile, 0.05, "mm", at_least=True, scale=1000)),
+                 ("ms/frame <= 1/2 of Blender's", verdict(ours_self.ms, blender.ms / 2, "ms"))]
+    if scene.name == "folds":
+        rows += [("ms/frame <= 1/4 of Blender's self-collision", verdict(ours_self.ms, blender.ms / 4, "ms")),
+                 ("ms/frame <= 3x ours without self-collision", verdict(ours_self.ms, 3 * ours.ms, "ms"))]
+    return rows
 
-def bake_once(target: str, n: int, frames: int) -> dict:
-    """Bake `frames` frames of an n x n pinned sheet to target; seconds and memory (runs in-process)."""
-    import resource
 
-    bpy = bpy_module()
-    register_addon()
-    obj, _ = make_addon_cloth(Scene(n, "pinned"))
-    props = obj.cloth_addon
-    props.frame_start, props.frame_end = 1, frames
-    props.bake_target = target
-    folder = tempfile.mkdtemp(prefix="cloth_bench_")
-    props.cache_directory = folder
-    rss_before = rss_now()
-    start = time.perf_counter()
-    result = bpy.ops.cloth_addon.bake()
-    seconds = time.perf_counter() - start
-    if result != {"FINISHED"}:
-        raise RuntimeError(f"bake to {target} returned {result}")
-    keys = obj.data.shape_keys
-    written = sum(1 for block in keys.key_blocks if block.name.startswith("ClothBake"))
-    size = sum(f.stat().st_size for f in Path(folder).glob("*.pc2"))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
-    return {"target": target, "frames": frames, "vertices": n * n, "seconds": seconds,
-            "rss_before_mb": rss_before, "rss_peak_mb": peak, "rss_after_mb": rss_now(),
-            "shape_keys": written, "pc2_mb": size / 2**20}
+# -- report ------------------------------------------------------------------------------------
+
+def fmt(value: float, scale: float = 1.0, digits: int = 1) -> str:
+    return "-" if value != value else f"{scale * value:.{digits}f}"
+
+
+TABLE_HEAD = ("| scene | way | ms/frame | vs Blender | stretch p95 / max | edges inside (deepest mm) "
+              "| deepest vertex mm | last 10 frames mm/frame mean / max | scene's own |")
+
+
+def scene_own(scene: Scene, run: Run) -> str:
+    parts = []
+    if run.push == run.push:
+        parts.append(f"push {run.push:.2f} m")
+    if run.flutter == run.flutter:
+        parts.append(f"out-of-plane {1000 * run.flutter:.0f} mm")
+    if run.crossings and any(way.self_collision for way in scene.ways):
+        parts.append(f"crossings max {max(run.crossings.values())}, last {run.crossings[max(run.crossings)]}")
+    if run.pile == run.pile:
+        parts.append(f"height {1000 * run.pile:.0f} mm")
+    return "; ".join(parts) or "-"
+
+
+def speed_ratio(ours: float, blender: float) -> str:
+    """'1/4.2' when ours takes a 4.2th of Blender's time, '2.1x' when it takes 2.1 times as long."""
+    return f"1/{blender / ours:.1f}" if ours <= blender else f"{ours / blender:.1f}x"
+
+
+def table_rows(scene: Scene, runs: dict, frames: int) -> list:
+    blender = next(runs[way] for way in scene.ways if way.blender)
+    rows = []
+    for way in scene.ways:
+        run = runs[way]
+        ratio = "-" if way.blender or not run.times else speed_ratio(run.ms, blender.ms)
+        rows.append(f"| {scene.name} ({frames} fr, {scene.fps} fps) | {way.label} | {fmt(run.ms)} "
+                    f"| {ratio} | {fmt(run.p95, 100)}% / {fmt(run.strain, 100)}% | "
+                    f"{run.inside} ({fmt(run.edge_depth, 1000)}) | {fmt(run.vertex_depth, 1000)} | "
+                    f"{fmt(run.motion[0], 1000, 2)} / {fmt(run.motion[1], 1000)} | {scene_own(scene, run)} |")
+    return rows
+
+
+def chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars = [(scene, way, runs[way]) for scene, runs in results.items() for way in scene.ways]
+    fig, ax = plt.subplots(figsize=(11, 4.2), dpi=110)
+    x = np.arange(len(bars))
+    values = [run.ms for _, _, run in bars]
+    colours = ["#e87d0d" if way.blender else "#2f6db3" for _, way, _ in bars]
+    for k, value in enumerate(values):
+        ax.annotate(fmt(value, digits=0), (x[k], value), ha="center", va="bottom", fontsize=7)
+    ax.bar(x, values, color=colours)
+    ax.set_yscale("log")
+    ax.set_ylabel("median ms per frame (log scale)")
+    names = [f"{scene.name}\n{way.label.replace(', ', chr(10))}" for scene, way, _ in bars]
+    ax.set_xticks(x, names, fontsize=7)
+    ax.set_title("Same scenes, defaults: Blender's Cloth modifier (orange) vs the add-on (blue)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.text(0.99, 0.01, f"{time.strftime('%Y-%m-%d')}, {machine()}", ha="right", va="bottom", fontsize=7,
+             color="0.4")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores"
 
 
 def cpu_busy(seconds: float = 1.0) -> float:
@@ -361,6 +601,41 @@ def wait_for_quiet(limit: float, patience: float) -> float:
     return busy
 
 
+# -- bake (opt-in: the issue-6 throughput figures of the README) --------------------------------
+
+BAKE_FRAMES, BAKE_SIZE = 250, 100
+BAKE_SCENE = Scene("bake", (BAKE_SIZE, BAKE_SIZE), (2.0, 2.0), "xz", (0.0, 0.0, 1.0), BAKE_FRAMES, 10,
+                   ((0.0, -5.0, 1.0), (0.0, 0.0, 1.0)), ways=(OURS,), pins="top", floor=False)
+
+
+def bake_once(target: str, frames: int) -> dict:
+    """Bake `frames` frames of the 100 x 100 hanging sheet to target; seconds and memory."""
+    import resource
+
+    import bpy
+
+    import cloth_addon
+
+    cloth_addon.register()
+    cloth, _ = build(BAKE_SCENE, OURS, frames)
+    props = cloth.cloth_addon
+    props.frame_start, props.frame_end = 1, frames
+    props.bake_target = target
+    folder = tempfile.mkdtemp(prefix="cloth_bench_")
+    props.cache_directory = folder
+    rss_before = rss_now()
+    start = time.perf_counter()
+    result = bpy.ops.cloth_addon.bake()
+    seconds = time.perf_counter() - start
+    if result != {"FINISHED"}:
+        raise RuntimeError(f"bake to {target} returned {result}")
+    written = sum(1 for block in cloth.data.shape_keys.key_blocks if block.name.startswith("ClothBake"))
+    size = sum(f.stat().st_size for f in Path(folder).glob("*.pc2"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    return {"target": target, "frames": frames, "seconds": seconds, "rss_before_mb": rss_before,
+            "rss_peak_mb": peak, "rss_after_mb": rss_now(), "shape_keys": written, "pc2_mb": size / 2**20}
+
+
 def rss_now() -> float:
     """Resident set size of this process now, MiB (Linux; nan elsewhere)."""
     try:
@@ -372,9 +647,10 @@ def rss_now() -> float:
     return float("nan")
 
 
-def bake_in_subprocess(target: str, n: int, frames: int) -> dict:
+def bake_in_subprocess(target: str, frames: int) -> dict:
+    """Each bake in a fresh process, so that its peak RSS is its own."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, __file__, "--bake-child", target, str(n), str(frames)],
+    out = subprocess.run([sys.executable, __file__, "--bake-child", target, str(frames)],
                          capture_output=True, text=True, env=env, cwd=ROOT)
     for line in out.stdout.splitlines():
         if line.startswith("BAKE "):
@@ -382,191 +658,90 @@ def bake_in_subprocess(target: str, n: int, frames: int) -> dict:
     raise RuntimeError(f"bake child failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
 
 
-# -- report ------------------------------------------------------------------------------------
-
-def fmt(value: float, digits: int = 1) -> str:
-    return "n/a" if value != value else f"{value:.{digits}f}"
-
-
-def table(results: dict) -> str:
-    """Markdown table: one row per scene, ms/frame of the three ways, ratios and quality."""
-    head = ("| scene | Blender ms | add-on ms | core ms | add-on/Blender | core/Blender "
-            "| strain Blender / ours | lowest z Blender / ours (m) | penetration Blender / ours (mm) |")
-    lines = [head, "|" + "---|" * 9]
-    for scene, runs in results.items():
-        b, a, c = (runs[way] for way in WAYS)
-        ours = a if a.times else c
-        ratio_a, ratio_c = (f"1/{b.ms / run.ms:.1f}" if run.times and b.times else "n/a" for run in (a, c))
-        quality = (f"{fmt(100 * b.strain, 2)}% / {fmt(100 * ours.strain, 2)}%",
-                   f"{fmt(b.lowest, 3)} / {fmt(ours.lowest, 3)}",
-                   f"{fmt(1000 * b.penetration)} / {fmt(1000 * ours.penetration)}"
-                   if not scene.pinned else "-")
-        if not ours.times:
-            quality = ("n/a", "n/a", "n/a")
-        lines.append(f"| {scene.label} | {fmt(b.ms)} | {fmt(a.ms)} | {fmt(c.ms)} | {ratio_a} | {ratio_c} | "
-                     + " | ".join(quality) + " |")
-    return "\n".join(lines)
+def bake_report(quick: bool) -> None:
+    frames = 10 if quick else BAKE_FRAMES
+    print(f"\nbake of {frames} frames, {BAKE_SIZE}x{BAKE_SIZE} pinned sheet, end to end "
+          "(fresh process each):")
+    for target in ("SHAPE_KEYS", "PC2"):
+        info = bake_in_subprocess(target, frames)
+        per_frame = 1000 * info["seconds"] / frames
+        print(f"  {target:10s} {info['seconds']:6.1f} s ({per_frame:.0f} ms/frame); RSS "
+              f"{info['rss_before_mb']:.0f} MiB before, peak {info['rss_peak_mb']:.0f}, after "
+              f"{info['rss_after_mb']:.0f}; {info['shape_keys']} shape keys, PC2 {info['pc2_mb']:.1f} MiB",
+              flush=True)
 
 
-def chart(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    def label(scene, runs):
-        blender, addon = runs["blender"], runs["addon"]
-        ratio = f"add-on 1/{blender.ms / addon.ms:.1f}" if addon.times and blender.times else "add-on n/a"
-        return scene.label.replace(" ", "\n", 1) + "\n" + ratio
-
-    labels = [label(scene, runs) for scene, runs in results.items()]
-    x = np.arange(len(labels))
-    width = 0.27
-    fig, ax = plt.subplots(figsize=(11, 4.8), dpi=110)
-    colours = {"blender": "#e87d0d", "addon": "#2f6db3", "core": "#7fb0e0"}
-    names = {"blender": "Blender Cloth modifier", "addon": "ours, through the add-on",
-             "core": "ours, core alone"}
-    for k, way in enumerate(WAYS):
-        values = [runs[way].ms if way in runs and runs[way].times else 0.0 for runs in results.values()]
-        bars = ax.bar(x + (k - 1) * width, values, width, label=names[way], color=colours[way])
-        for bar, value in zip(bars, values, strict=True):
-            ax.annotate("n/a" if value == 0.0 else f"{value:.0f}", (bar.get_x() + bar.get_width() / 2, value),
-                        ha="center", va="bottom", fontsize=7)
-    ax.set_yscale("log")
-    ax.set_ylabel("median ms per frame (log scale)")
-    ax.set_xticks(x, labels, fontsize=8)
-    ax.set_title("Cloth at 24 fps: Blender's Cloth modifier (quality 5) vs ours "
-                 "(fast mass-spring, 10 iterations)")
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    fig.text(0.99, 0.01, f"{time.strftime('%Y-%m-%d')}, {machine()}", ha="right", va="bottom", fontsize=7,
-             color="0.4")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-
-
-# Issue 6: ours/Blender through the add-on, by sheet size; with self-collision; bake seconds.
-TARGET_RATIO = {50: 1 / 8, 100: 1 / 6}
-TARGET_RATIO_SELF = 1 / 4
-TARGET_STRAIN_FLOOR = 0.03
-TARGET_BAKE_SECONDS = 30.0
-
-
-def verdict(value: float, limit: float, unit: str) -> str:
-    if value != value:
-        return "n/a"
-    if value <= limit:
-        return f"met ({value:.1f} {unit} <= {limit:.1f})"
-    return f"MISSED by {value / limit:.2f}x ({value:.1f} {unit}, needs <= {limit:.1f})"
-
-
-def target_report(results: dict, bakes: list) -> list:
-    """One line per target and scene: met, or missed by how much."""
-    lines = []
-    for scene, runs in results.items():
-        blender, addon = runs["blender"], runs["addon"]
-        limit = TARGET_RATIO_SELF if scene.self_collision else TARGET_RATIO.get(scene.n)
-        if limit is None or not blender.times:
-            continue
-        ms = addon.ms if addon.times else float("nan")
-        lines.append(f"{scene.label}: add-on ms/frame <= 1/{1 / limit:.0f} of Blender's: "
-                     + verdict(ms, blender.ms * limit, "ms"))
-        if addon.times:
-            strain_limit = max(TARGET_STRAIN_FLOOR, 2.0 * blender.strain)
-            lines.append(f"{scene.label}: max edge strain <= max(3%, 2x Blender's): "
-                         + verdict(100 * addon.strain, 100 * strain_limit, "%"))
-    for info in bakes:
-        lines.append(f"bake {info['frames']} frames {BAKE_SIZE}x{BAKE_SIZE} to {info['target']}: "
-                     + verdict(info["seconds"], TARGET_BAKE_SECONDS, "s"))
-    return lines
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} cores"
-
+# -- main --------------------------------------------------------------------------------------
 
 def run(argv) -> int:
     parser = argparse.ArgumentParser(prog="bench --vs-blender", description=__doc__.split("\n")[0])
+    parser.add_argument("--scenes", nargs="+", choices=list(SCENES), metavar="NAME",
+                        help=f"only these scenes ({', '.join(SCENES)})")
     parser.add_argument("--quick", action="store_true", help="a few frames per scene (smoke test)")
-    parser.add_argument("--no-bake", action="store_true", help="skip the bake throughput runs")
+    parser.add_argument("--no-render", action="store_true", help="skip the side-by-side renders")
     parser.add_argument("--no-chart", action="store_true", help=f"do not write {CHART.relative_to(ROOT)}")
-    parser.add_argument("--only", nargs="+", metavar="TEXT", help="scenes whose label contains any TEXT")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per scene and way, frames pooled")
-    parser.add_argument("--quiet", type=float, default=0.2, metavar="FRACTION",
+    parser.add_argument("--bake", action="store_true", help="also time baking 250 frames of 100 x 100")
+    parser.add_argument("--quiet", type=float, default=0.25, metavar="FRACTION",
                         help="before each run wait until other processes use at most this share of the CPUs")
-    parser.add_argument("--patience", type=float, default=20.0, metavar="SECONDS",
-                        help="... but no longer than this (default 20 s)")
-    parser.add_argument("--bake-child", nargs=3, metavar=("TARGET", "N", "FRAMES"), help=argparse.SUPPRESS)
+    parser.add_argument("--patience", type=float, default=10.0, metavar="SECONDS",
+                        help="... but no longer than this (default 10 s)")
+    parser.add_argument("--bake-child", nargs=2, metavar=("TARGET", "FRAMES"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.bake_child:
-        target, n, frames = args.bake_child
-        print("BAKE " + json.dumps(bake_once(target, int(n), int(frames))), flush=True)
+        print("BAKE " + json.dumps(bake_once(args.bake_child[0], int(args.bake_child[1]))), flush=True)
         return 0
 
     import bpy
 
-    register_addon()
-    self_collision = core_has_self_collision()
-    print(f"Blender {bpy.app.version_string}, numpy {np.__version__}, {machine()}; "
-          f"load {os.getloadavg()[0]:.2f}; warm-up {WARMUP} frames; median ms/frame", flush=True)
-    results = {}
-    for scene in SCENES:
-        if args.only and not any(text in scene.label for text in args.only):
-            continue
-        frames = scene.frames(args.quick)
-        runs, busy = {}, []
-        # Repeats alternate the three ways, so that a burst of load from other processes hits
-        # all of them alike; the frames of all repeats are pooled into one median.
-        for _ in range(args.repeat):
-            for way, function in (("blender", run_blender), ("addon", run_addon), ("core", run_core)):
-                if way != "blender" and scene.self_collision and not self_collision:
-                    runs[way] = Run(note="core has no self-collision yet")
-                    continue
-                busy.append(wait_for_quiet(args.quiet, args.patience))
-                run = function(scene, frames)
-                if way in runs:
-                    runs[way].times.extend(run.times)  # same frames, deterministic quality
-                else:
-                    runs[way] = run
-        results[scene] = runs
-        timings = ", ".join(f"{way} {fmt(r.ms)} ms" for way, r in runs.items())
-        others = "/".join(f"{100 * b:.0f}" for b in busy)
-        print(f"  {scene.label:22s} {args.repeat} x {frames} frames: {timings}; other processes' CPU "
-              f"before each: {others}%", flush=True)
-    print()
-    print(table(results))
-    if not self_collision:
-        print("\nn/a: the core does not implement Settings.self_collision yet.")
+    import cloth_addon
+
+    cloth_addon.register()
+    scenes = [SCENES[name] for name in (args.scenes or SCENES)]
+    began = time.perf_counter()
+    print(f"Blender {bpy.app.version_string}, numpy {np.__version__}, {machine()}; load "
+          f"{os.getloadavg()[0]:.2f}; median ms/frame after {WARMUP} warm-up frames", flush=True)
+    results, lines = {}, []
+    with tempfile.TemporaryDirectory(prefix="vs_blender_") as folder:
+        for scene in scenes:
+            last = scene.last_frame(args.quick)
+            runs = {}
+            for way in scene.ways:
+                busy = wait_for_quiet(args.quiet, args.patience)
+                started = time.perf_counter()
+                runs[way] = play(scene, way, last, None if args.no_render else Path(folder))
+                seconds = time.perf_counter() - started
+                print(f"  {scene.name:10s} {way.label:24s} {fmt(runs[way].ms):>7s} ms/frame, {last} frames "
+                      f"in {seconds:5.1f} s (other processes' CPU before: {100 * busy:.0f}%)"
+                      + (f"; ERROR {runs[way].error}" if runs[way].error else ""), flush=True)
+            results[scene] = runs
+            lines += table_rows(scene, runs, last)
+            print("\n".join("    " + line for line in table_rows(scene, runs, last)), flush=True)
+            if not args.no_render:
+                side_by_side(scene, runs, DOCS / f"vs_blender_{scene.name}.png")
+            for target, result in targets(scene, runs):
+                print(f"    {scene.name}: {target}: {result}", flush=True)
+            for way in scene.ways:
+                if runs[way].crossings and way.self_collision:
+                    counts = ", ".join(f"{k}: {n}" for k, n in sorted(runs[way].crossings.items()))
+                    print(f"    {scene.name}: {way.label}: crossings by frame {counts}", flush=True)
+    print(f"\nMeasured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"`python build.py bench --vs-blender{' --quick' if args.quick else ''}"
+          f"{' --scenes ' + ' '.join(args.scenes) if args.scenes else ''}`, "
+          f"{time.perf_counter() - began:.0f} s in all:\n")
+    print(TABLE_HEAD)
+    print("|" + "---|" * (TABLE_HEAD.count("|") - 1))
+    print("\n".join(lines))
+    print("\n| scene | target (ours) | result |\n|---|---|---|")
+    for scene, runs in results.items():
+        for target, result in targets(scene, runs):
+            print(f"| {scene.name} | {target} | {result} |")
+    if not args.no_render:
+        print("\nrenders: " + ", ".join(f"docs/vs_blender_{scene.name}.png" for scene in results))
     if not args.no_chart:
         chart(results, CHART)
-        print(f"\nchart: {CHART.relative_to(ROOT)}")
-    bakes = []
-    if not args.no_bake:
-        frames = 10 if args.quick else FRAMES_BAKE
-        print(f"\nbake of {frames} frames, {BAKE_SIZE}x{BAKE_SIZE} pinned sheet, end to end "
-              "(fresh process each):")
-        for target in ("SHAPE_KEYS", "PC2"):
-            busy = wait_for_quiet(args.quiet, args.patience)
-            info = bake_in_subprocess(target, BAKE_SIZE, frames)
-            per_frame = 1000 * info["seconds"] / frames
-            print(f"  {target:10s} {info['seconds']:6.1f} s ({per_frame:.0f} ms/frame); "
-                  f"RSS {info['rss_before_mb']:.0f} MiB before, peak {info['rss_peak_mb']:.0f}, "
-                  f"after {info['rss_after_mb']:.0f} MiB; "
-                  f"{info['shape_keys']} shape keys, PC2 {info['pc2_mb']:.1f} MiB; "
-                  f"other processes' CPU before: {100 * busy:.0f}%", flush=True)
-            bakes.append(info)
-    print("\ntargets:")
-    for line in target_report(results, bakes):
-        print("  " + line)
+        print(f"chart: {CHART.relative_to(ROOT)}")
+    if args.bake:
+        bake_report(args.quick)
     return 0
 
 

@@ -2,52 +2,19 @@
 
 import numpy as np
 import pytest
-from scipy.spatial import cKDTree
 
 from cloth_addon.core import ClothState, MeshCollider, PlaneCollider, Settings, Simulation
-from cloth_addon.core.geometry import segment_triangle_hits, uv_sphere
+from cloth_addon.core.geometry import uv_sphere
+from cloth_addon.core.quality import edge_triangle_crossings
 from cloth_addon.core.scenes import grid as make_grid
 from cloth_addon.core.self_contact import SelfContact
 
 SOLVERS = ["fast_mass_spring", "verlet", "newton"]
 
 
-def edge_triangle_crossings(x, edges, triangles) -> int:
-    """How many (edge, triangle) pairs that share no vertex intersect. Exact: a k-d tree only skips
-    pairs whose bounding spheres (edge midpoint + half length, centroid + farthest corner) are apart."""
-    mid = 0.5 * (x[edges[:, 0]] + x[edges[:, 1]])
-    half = 0.5 * np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
-    centre = x[triangles].mean(axis=1)
-    radius = np.linalg.norm(x[triangles] - centre[:, None], axis=2).max(axis=1)
-    reach = half.max() + radius.max()
-    near = cKDTree(mid).sparse_distance_matrix(cKDTree(centre), reach, output_type="ndarray")
-    e, t = near["i"], near["j"]
-    e, t = edges[e], triangles[t]
-    disjoint = ~np.any(e[:, :1] == t, axis=1) & ~np.any(e[:, 1:] == t, axis=1)
-    e, t = e[disjoint], t[disjoint]
-    return int(segment_triangle_hits(x[e[:, 0]], x[e[:, 1]], x[t[:, 0]], x[t[:, 1]], x[t[:, 2]]).sum())
-
-
 def _counter(sim):
     edges = sim.model.spring_indices[sim.model.spring_kind == 0]
     return lambda: edge_triangle_crossings(np.array(sim.positions), edges, sim.model.triangles)
-
-
-def test_crossing_counter_matches_brute_force():
-    rng = np.random.default_rng(4)
-    x = rng.uniform(0.0, 1.0, size=(40, 3))
-    triangles = rng.choice(40, size=(60, 3), replace=True)
-    triangles = triangles[(triangles[:, 0] != triangles[:, 1]) & (triangles[:, 1] != triangles[:, 2])
-                          & (triangles[:, 0] != triangles[:, 2])]
-    edges = rng.choice(40, size=(80, 2))
-    edges = edges[edges[:, 0] != edges[:, 1]]
-    brute = 0
-    for a, b in edges:
-        for tri in triangles:
-            if a in tri or b in tri:
-                continue
-            brute += bool(segment_triangle_hits(x[[a]], x[[b]], *(x[[k]] for k in tri))[0])
-    assert brute > 0 and edge_triangle_crossings(x, edges, triangles) == brute
 
 
 def _folding_strip(solver, self_collision):
