@@ -140,10 +140,8 @@ class MeshCollider:
         self._geometry_of = self.vertices
 
     def _sharp_features(self, v, normal, vertex_normal, centroid):
-        """Convex edges sharper than SHARP_ANGLE (a table's rim) and the corners where they meet:
-        the features that can cut into cloth between its vertices."""
-        from scipy.spatial import cKDTree
-
+        """The corners of convex edges sharper than SHARP_ANGLE (a table's corners): they can poke
+        through a cloth face between its vertices."""
         t0, t1 = self._edge_tris[:, 0], self._edge_tris[:, 1]
         paired = t1 >= 0
         n0, n1 = normal[t0], normal[np.maximum(t1, 0)]
@@ -152,58 +150,17 @@ class MeshCollider:
         a = v[self._edge_ends[:, 0]]
         convex = np.einsum("ij,ij->i", centroid[np.maximum(t1, 0)] - a, n0) < 0.0
         sharp = paired & bent & convex & self.closed[t0]
-        self._sharp_edges = np.flatnonzero(sharp)
-        ends = self._edge_ends[self._sharp_edges]
+        ends = self._edge_ends[sharp]
         self._corners = np.unique(ends) if len(ends) else np.zeros(0, dtype=np.int64)
         corner_normal = vertex_normal[self._corners]
         length = np.maximum(np.linalg.norm(corner_normal, axis=1), 1e-300)
         self._corner_normal = corner_normal / length[:, None]
-        # long edges cut into pieces for the broad phase, each piece knowing its edge
-        if len(ends):
-            a, b = v[ends[:, 0]], v[ends[:, 1]]
-            length = np.linalg.norm(b - a, axis=1)
-            pieces = np.maximum(1, np.ceil(length / max(np.median(length) / 8.0, 1e-9)).astype(np.int64))
-            pieces = np.minimum(pieces, 64)
-            owner = np.repeat(np.arange(len(ends)), pieces)
-            k = np.arange(len(owner)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-            mid = (k + 0.5) / pieces[owner]
-            self._piece_owner = owner
-            self._piece_tree = cKDTree(a[owner] + mid[:, None] * (b - a)[owner])
-            self._piece_half = float((0.5 * length / pieces).max())
 
-    def _feature_contacts(self, x, movable, reach, edges, triangles):
-        """Keep cloth edges off the sharp convex edges, and cloth faces off the corners, in place."""
-        if not len(self._sharp_edges):
+    def _feature_contacts(self, x, movable, reach, triangles):
+        """Keep cloth faces off the mesh's sharp corners, in place (x: (n, 3) cloth positions)."""
+        if not len(self._corners):
             return
         v = self.vertices
-        if len(edges):
-            a, b = x[edges[:, 0]], x[edges[:, 1]]
-            half = 0.5 * np.linalg.norm(b - a, axis=1)
-            rows, piece = geometry.ball_pairs(self._piece_tree, 0.5 * (a + b),
-                                              float(half.max()) + self._piece_half + reach)
-            if len(rows):
-                key = np.unique(rows * len(self._sharp_edges) + self._piece_owner[piece])
-                rows, sharp = key // len(self._sharp_edges), key % len(self._sharp_edges)
-                edge = self._sharp_edges[sharp]
-                c, d = v[self._edge_ends[edge, 0]], v[self._edge_ends[edge, 1]]
-                s, t = geometry.segment_closest(a[rows], b[rows], c, d)
-                point = a[rows] + s[:, None] * (b[rows] - a[rows])
-                gap = point - (c + t[:, None] * (d - c))
-                dist = np.linalg.norm(gap, axis=1)
-                tri = self._edge_tris[edge]
-                inside = (np.einsum("ij,ij->i", gap, self._normal[tri[:, 0]]) < 0.0) & \
-                    (np.einsum("ij,ij->i", gap, self._normal[tri[:, 1]]) < 0.0)
-                hit = ((dist < reach) | inside) & (s > 0.0) & (s < 1.0)
-                if np.any(hit):
-                    en = self._edge_normal[edge[hit]]
-                    en = en / np.maximum(np.linalg.norm(en, axis=1), 1e-300)[:, None]
-                    g, dd, ins = gap[hit], dist[hit], inside[hit]
-                    direction = np.where((dd > 1e-12)[:, None], g / np.maximum(dd, 1e-300)[:, None], en)
-                    direction[ins] = en[ins]
-                    depth = np.where(ins, reach - np.einsum("ij,ij->i", g, direction), reach - dd)
-                    sh = s[hit]
-                    geometry.push_features(x, edges[rows[hit]], np.stack([1.0 - sh, sh], axis=1), direction,
-                                           depth, movable)
         if len(triangles) and len(self._corners):
             corner = v[self._corners]
             tc = x[triangles]
@@ -287,8 +244,8 @@ class MeshCollider:
                 sweep_from=None):
         """Push particles out of the mesh and undo crossings (in place on `positions`).
 
-        features: optional model.contact_features: the cloth's edges are then kept off the
-        mesh's sharp convex edges, and its triangles off the mesh's corners, too.
+        features: optional model.contact_features: the cloth's triangles are then kept off the
+        mesh's sharp corners too.
         sweep_from: optional (v, 3) vertices where the collider was when the particles were at
         `previous` (the contact stage projects several times per substep); without it, where
         the last call saw it, and this call becomes the new reference."""
@@ -301,7 +258,7 @@ class MeshCollider:
         reach = self.thickness + float(margin)
         self._vertex_contacts(positions, previous, movable, reach, friction, before)
         if features is not None:
-            self._feature_contacts(positions, movable, reach, features.edges, features.triangles)
+            self._feature_contacts(positions, movable, reach, features.triangles)
 
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement

@@ -132,6 +132,8 @@ def _inside_box(points, lo, hi):
     return np.all((points > lo) & (points < hi), axis=1)
 
 
+@pytest.mark.xfail(strict=True, reason="cloth edges against sharp mesh-collider edges are not handled yet: "
+                   "the first attempt crumpled a tablecloth onto the table top and was taken out")
 @pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])  # Verlet keeps the seed's particle contact
 def test_strip_over_a_sharp_box_edge_never_cuts_into_it(solver):
     """A coarse strip (5 cm edges) falls across the rim of a box: the box's sharp edge and corner
