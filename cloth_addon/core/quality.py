@@ -13,33 +13,18 @@ the depth of a point is its distance to the nearest face plane, exact for convex
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .geometry import segment_triangle_hits
+
 
 def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
 
 
-def _volume(u, v, w, x):
-    """Six times the signed volume of the tetrahedron (u, v, w, x), per row."""
-    return _dot(np.cross(v - u, w - u), x - u)
-
-
-def segment_triangle_hits(p0, p1, a, b, c):
-    """(k,) bool: segment p0 -> p1 meets triangle (a, b, c), touching included. All (k, 3).
-
-    Exact in the sign sense: the endpoints are not both strictly on one side of the triangle's
-    plane, and the segment's line passes inside (or on) all three edges. A segment lying in the
-    triangle's plane is not counted (no crossing)."""
-    s0, s1 = _volume(a, b, c, p0), _volume(a, b, c, p1)
-    straddles = (s0 * s1 <= 0.0) & ((s0 != 0.0) | (s1 != 0.0))
-    e0, e1, e2 = _volume(p0, p1, a, b), _volume(p0, p1, b, c), _volume(p0, p1, c, a)
-    inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
-    return straddles & inside
 
 
 # Edges and triangles larger than this many median edge lengths (stretched, torn or exploded
 # cloth) are paired with everything by brute force, so that a few huge elements cannot make every
 # pair a k-d tree candidate; all work goes in batches of pairs, so a dense pile stays in memory.
-_LARGE = 4.0
 _EDGE_BATCH = 256
 _PAIR_BATCH = 200_000
 
@@ -65,28 +50,16 @@ def edge_triangle_crossings(x, edges, triangles) -> int:
     half = 0.5 * np.linalg.norm(x[edges[:, 0]] - x[edges[:, 1]], axis=1)
     centre = x[triangles].mean(axis=1)
     radius = np.linalg.norm(x[triangles] - centre[:, None], axis=2).max(axis=1)
-    cap = _LARGE * 2.0 * float(np.median(half))
-    small_e, small_t = np.flatnonzero(half <= cap), np.flatnonzero(radius <= cap)
-    large_e, large_t = np.flatnonzero(half > cap), np.flatnonzero(radius > cap)
+    reach = float(half.max() + radius.max()) if len(edges) and len(triangles) else 0.0
+    centres = cKDTree(centre)
     count = 0
-    if len(small_e) and len(small_t):
-        reach = half[small_e].max() + radius[small_t].max()
-        centres = cKDTree(centre[small_t])
-        for start in range(0, len(small_e), _EDGE_BATCH):
-            rows = small_e[start:start + _EDGE_BATCH]
-            near = cKDTree(mid[rows]).sparse_distance_matrix(centres, reach, output_type="ndarray")
-            i, j = rows[near["i"]], small_t[near["j"]]
-            keep = near["v"] <= half[i] + radius[j]
-            count += _crossing_hits(x, edges, triangles, i[keep], j[keep])
-    # Pairs with a large edge (against every triangle) or a large triangle (against small edges).
-    for rows, columns in ((large_e, np.arange(len(triangles))), (small_e, large_t)):
-        if not len(rows) or not len(columns):
-            continue
-        step = max(1, _PAIR_BATCH // len(columns))
-        for start in range(0, len(rows), step):
-            i, j = (a.ravel() for a in np.meshgrid(rows[start:start + step], columns, indexing="ij"))
-            keep = np.linalg.norm(mid[i] - centre[j], axis=1) <= half[i] + radius[j]
-            count += _crossing_hits(x, edges, triangles, i[keep], j[keep])
+    # batches of edges keep the candidate list small even when a few elements are huge
+    for start in range(0, len(edges), _EDGE_BATCH):
+        rows = np.arange(start, min(start + _EDGE_BATCH, len(edges)))
+        near = cKDTree(mid[rows]).sparse_distance_matrix(centres, reach, output_type="ndarray")
+        i, j = rows[near["i"]], near["j"].astype(np.int64)
+        keep = near["v"] <= half[i] + radius[j]
+        count += _crossing_hits(x, edges, triangles, i[keep], j[keep])
     return count
 
 
