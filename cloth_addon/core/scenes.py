@@ -96,3 +96,56 @@ def flag(nx: int = 45, ny: int = 30, length: float = 1.5, height: float = 1.0, a
     turn = np.radians(angle)
     return vertices, quads, index[:, 0].copy(), np.array([np.cos(turn), np.sin(turn), 0.0])
 
+
+def sewn_panels(n: int = 20, width: float = 1.0, length: float = 1.0, gap: float = 0.6, height: float = 0.0):
+    """Two flat n x n panels, one `gap` m above the other (z = height +- gap/2), with sewing edges
+    joining their side columns row by row: sewn, they close into a tube along y.
+
+    Returns vertices (2 n^2, 3) m, quads (2 (n-1)^2, 4), sewing edges (2 n, 2) int64. The lower
+    panel's faces are wound the other way, so both panels' normals point out of the tube.
+    """
+    vertices, quads, index = grid(n, n, size=1.0, plane="xy")
+    vertices = vertices * (width, length, 1.0) - (0.5 * width, 0.5 * length, 0.0)
+    top = vertices + (0.0, 0.0, height + 0.5 * gap)
+    bottom = vertices + (0.0, 0.0, height - 0.5 * gap)
+    count = len(vertices)
+    faces = np.concatenate([quads, quads[:, ::-1] + count])
+    sides = np.concatenate([index[:, 0], index[:, -1]])
+    edges = np.stack([sides, sides + count], axis=1).astype(np.int64)
+    return np.concatenate([top, bottom]), faces, edges
+
+
+def capsule(radius: float = 0.2, length: float = 1.2, segments: int = 24, rings: int = 12,
+            center=(0.0, 0.0, 0.0), axis: str = "y"):
+    """A closed capsule (a cylinder of `length` m between two half spheres of `radius` m) along
+    the x, y or z axis: (vertices (v, 3) float64, triangles (t, 3) int64), outward-facing."""
+    from .geometry import uv_sphere
+
+    if rings % 2:
+        raise ValueError("capsule needs an even ring count (a ring on the equator)")
+    vertices, triangles = uv_sphere(radius, segments, rings)
+    # the equator ring and everything above move up, the rest down: the band between them is the tube
+    vertices[:, 2] += np.where(vertices[:, 2] >= -1e-12, 0.5 * length, -0.5 * length)
+    order = {"x": [2, 0, 1], "y": [1, 2, 0], "z": [0, 1, 2]}[axis]
+    return vertices[:, order] + np.asarray(center, dtype=np.float64), triangles
+
+
+def cloth_cube(n: int = 10, size: float = 0.5, center=(0.0, 0.0, 0.0)):
+    """A closed cube surface of quads, n x n vertices per side, `size` m wide, faces wound
+    outward: (vertices (v, 3) float64, quads (6 (n-1)^2, 4) int64). A pillow or a box of cloth."""
+    sheet, quads, _ = grid(n, n, size=1.0, plane="xy")
+    u, v = sheet[:, 0] - 0.5, sheet[:, 1] - 0.5
+    half = np.full_like(u, 0.5)
+    sides = [np.stack(c, axis=1) for c in ((u, v, half), (u, v, -half), (u, half, v), (u, -half, v),
+                                            (half, u, v), (-half, u, v))]
+    points = np.concatenate(sides)
+    faces = np.concatenate([quads + k * len(sheet) for k in range(6)])
+    # merge the vertices the sides share along the cube's edges
+    _, first, inverse = np.unique(np.round(points * (n - 1) * 2).astype(np.int64), axis=0,
+                                  return_index=True, return_inverse=True)
+    vertices = points[first]
+    faces = inverse.reshape(-1)[faces]
+    a, b, c = vertices[faces[:, 0]], vertices[faces[:, 1]], vertices[faces[:, 2]]
+    inward = np.einsum("ij,ij->i", np.cross(b - a, c - a), a + c) < 0.0
+    faces[inward] = faces[inward, ::-1]
+    return vertices * size + np.asarray(center, dtype=np.float64), faces
