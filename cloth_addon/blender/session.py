@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import core
-from . import colliders, mesh_io, wind
+from . import colliders, garment, mesh_io, wind
 from .settings import scene_inputs, settings_from
 
 # weight × pin stiffness at or above this pins a vertex rigidly.
@@ -65,7 +65,8 @@ class ClothSession:
         pulls = [_pin_pull(obj) for obj in objects]
         parts = [core.ClothPart(mesh_io.to_world(world_matrix(obj, depsgraph), rest),
                                 mesh_io.read_faces(obj.data), settings=settings_from(obj.cloth_addon, scene),
-                                pinned=pull >= RIGID_PIN, edges=mesh_io.read_edges(obj.data))
+                                pinned=pull >= RIGID_PIN, edges=mesh_io.read_edges(obj.data),
+                                **garment.simulation_inputs(obj, world_matrix(obj, depsgraph)))
                  for obj, rest, pull in zip(objects, rests, pulls, strict=True)]
         self.sim = core.Simulation.from_parts(parts, settings=settings)
         starts = [part.start for part in self.sim.parts]

@@ -46,6 +46,8 @@ class ClothPart:
     settings: Settings | None = None
     pinned: object = None
     edges: object = None
+    weights: object = None  # per-vertex property weights, as for Simulation
+    rest_shape: object = None  # (n, 3) rest shape, as for Simulation
 
 
 class SimulationDiverged(RuntimeError):
@@ -118,7 +120,8 @@ class Simulation:
         settings = settings if settings is not None else (parts[0].settings or Settings())
         if not isinstance(settings, Settings):
             raise ValueError("settings must be a Settings instance")
-        models = [build_model(p.vertices, p.faces, p.settings or settings, pinned=p.pinned, edges=p.edges)
+        models = [build_model(p.vertices, p.faces, p.settings or settings, pinned=p.pinned, edges=p.edges,
+                              weights=p.weights, rest_shape=p.rest_shape)
                   for p in parts]
         model, starts = concatenate_models(models)
         sim = cls(None, None, settings, colliders=colliders, wind_fields=wind_fields, _model=model)

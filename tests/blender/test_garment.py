@@ -1,0 +1,175 @@
+"""Sewing, pressure, shrinking, property weights and rest shape keys in the real Blender."""
+
+import bpy
+import numpy as np
+import pytest
+from conftest import evaluated_world, make_cloth, make_grid, play, raw_vertices
+from test_panels import FakePanel, RecordingLayout
+
+from cloth_addon.blender import garment_panels, session
+from cloth_addon.core.scenes import capsule, cloth_cube, sewn_panels
+
+
+def mesh_object(name, vertices, faces, edges=(), collision=False):
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(np.asarray(vertices).tolist(), [list(map(int, e)) for e in edges],
+                     [list(map(int, f)) for f in faces])
+    mesh.update()
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    if collision:
+        obj.modifiers.new("Collision", "COLLISION")
+    return obj
+
+
+def seam(obj):
+    """(q, 2) vertex pairs of the object's loose edges (edges in no face)."""
+    mesh = obj.data
+    in_faces = {key for polygon in mesh.polygons for key in polygon.edge_keys}
+    return np.array([e.vertices[:] for e in mesh.edges if e.key not in in_faces])
+
+
+def lengths(obj, pairs):
+    world = evaluated_world(obj)
+    return np.linalg.norm(world[pairs[:, 0]] - world[pairs[:, 1]], axis=1)
+
+
+def garment_scene(use_sewing):
+    vertices, faces, edges = sewn_panels(20, gap=0.6, height=1.0)
+    body, triangles = capsule(radius=0.2, length=1.4, center=(0.0, 0.0, 1.0), axis="y")
+    mesh_object("Bar", body, triangles, collision=True)
+    cloth = mesh_object("Garment", vertices, faces, edges)
+    original = raw_vertices(cloth.data).copy()
+    make_cloth(cloth, use_sewing=use_sewing, frame_start=1, frame_end=61)
+    return cloth, original
+
+
+def test_sewn_panels_close_into_a_tube_on_the_bar_and_the_mesh_is_untouched(scene):
+    cloth, original = garment_scene(use_sewing=True)
+    pairs = seam(cloth)
+    assert len(pairs) == 40 and lengths(cloth, pairs).min() == pytest.approx(0.6, abs=1e-5)
+    play(scene, 61)
+    assert lengths(cloth, pairs).max() <= 0.005
+    world = evaluated_world(cloth)
+    gap = bpy.data.objects["Bar"].collision.thickness_outer + cloth.cloth_addon.collision_distance
+    assert world[:, 2].max() == pytest.approx(1.2 + gap, abs=0.006)  # resting on the bar's top
+    assert world[:, 2].min() > 0.3
+    np.testing.assert_array_equal(raw_vertices(cloth.data), original)
+    basis = cloth.data.shape_keys.reference_key
+    buffer = np.empty(len(basis.data) * 3, dtype=np.float32)
+    basis.data.foreach_get("co", buffer)
+    np.testing.assert_array_equal(buffer, original)
+
+
+def test_without_sewing_the_loose_edges_stay_ropes_at_rest_length(scene):
+    cloth, _ = garment_scene(use_sewing=False)
+    play(scene, 31)
+    # ropes stretch a little where the tube hangs on them, but never close
+    np.testing.assert_allclose(lengths(cloth, seam(cloth)), 0.6, rtol=0.05)
+
+
+def pillow_volume(scene, pressure):
+    bpy.ops.mesh.primitive_plane_add(size=4.0)
+    bpy.context.active_object.modifiers.new("Collision", "COLLISION")
+    vertices, faces = cloth_cube(10, size=0.5, center=(0.0, 0.0, 0.26))
+    pillow = mesh_object("Pillow", vertices, faces)
+    make_cloth(pillow, use_pressure=True, pressure=pressure, frame_start=1, frame_end=61)
+    play(scene, 61)
+    world = evaluated_world(pillow)
+    a, b, c, d = (world[faces[:, k]] for k in range(4))
+    # the quads' volume as two triangles each: 1/6 sum a . (b x c)
+    return (np.einsum("ij,ij->", a, np.cross(b, c)) + np.einsum("ij,ij->", a, np.cross(c, d))) / 6.0
+
+
+def test_pressure_keeps_a_pillow_inflated_on_the_floor(scene):
+    flat = pillow_volume(scene, 0.0)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    inflated = pillow_volume(bpy.context.scene, 1000.0)
+    assert flat < 0.2 * 0.125
+    assert inflated >= 1.5 * max(flat, 0.125)
+
+
+def test_pressure_on_an_open_mesh_is_reported_and_nothing_is_made(scene):
+    obj = make_grid()
+    obj.cloth_addon.use_pressure = True
+    with pytest.raises(RuntimeError, match="use_pressure needs a closed mesh"):
+        bpy.ops.cloth_addon.make_cloth()
+    assert not obj.cloth_addon.enabled and obj.data.shape_keys is None
+
+
+def test_rest_shape_key_at_half_size_contracts_the_sheet_and_shrink_group_works(scene):
+    scene.use_gravity = False
+    obj = make_grid(cuts=8, size=1.0)
+    obj.shape_key_add(name="Basis", from_mix=False)
+    half = obj.shape_key_add(name="Half", from_mix=False)
+    co = np.empty(len(half.data) * 3, dtype=np.float32)
+    half.data.foreach_get("co", co)
+    half.data.foreach_set("co", co * 0.5)
+    half.value = 0.0
+    make_cloth(obj, rest_shape_key="Half", damping=0.1, frame_start=1, frame_end=121)
+    play(scene, 121)
+    world = evaluated_world(obj)
+    width = np.ptp(world[:, 0])
+    assert width == pytest.approx(0.5, abs=0.05)
+    obj.cloth_addon.rest_shape_key = "Missing"
+    scene.frame_set(1)
+    scene.frame_set(2)
+    assert "no shape key 'Missing'" in session.errors[obj.session_uid]
+
+
+def test_stretch_group_blends_the_spring_stiffness(scene):
+    obj = make_grid(cuts=6)
+    group = obj.vertex_groups.new(name="Stiff")
+    group.add([v.index for v in obj.data.vertices if v.co.x < 0], 1.0, "REPLACE")
+    make_cloth(obj, stretch_group="Stiff", stretch_stiffness_max=5000.0)
+    model = session.get(obj, scene, bpy.context.evaluated_depsgraph_get()).sim.model
+    structural = model.spring_stiffness[model.spring_kind == 0]
+    assert structural.min() == 500.0 and structural.max() == 5000.0
+    assert set(np.round(structural)) == {500.0, 2750.0, 5000.0}
+
+
+class ActiveLayout(RecordingLayout):
+    """Records whether each property is drawn active (not greyed)."""
+
+    def row(self, **_):
+        child = ActiveLayout(self.log)
+        child.active = self.active
+        return child
+
+    column = row
+
+    def prop(self, data, name, text=None, icon="NONE", **_):
+        super().prop(data, name, text, icon)
+        self.log[-1] = ("prop", name, self.active)
+
+    def prop_search(self, data, name, search_data, search_name, text=None, **_):
+        super().prop_search(data, name, search_data, search_name, text)
+        self.log[-1] = ("prop_search", name, self.active)
+
+
+def drawn(panel_class):
+    log = []
+    panel_class.draw(FakePanel(panel_class, ActiveLayout(log)), bpy.context)
+    if hasattr(panel_class, "draw_header"):
+        panel_class.draw_header(FakePanel(panel_class, ActiveLayout(log)), bpy.context)
+    return {entry[1]: entry[2] for entry in log}
+
+
+def test_panels_grey_out_what_is_off(scene):
+    obj = make_cloth(make_grid())
+    obj.vertex_groups.new(name="Stiff")
+    props = obj.cloth_addon
+    shown = {}
+    for cls in garment_panels.CLASSES:
+        assert cls.poll(bpy.context)
+        shown.update(drawn(cls))
+    assert shown["sewing_force_max"] is False and shown["pressure"] is False
+    assert shown["shrink_group"] is False and shown["stretch_stiffness_max"] is False
+    assert shown["use_sewing"] and shown["use_pressure"] and shown["rest_shape_key"]
+    props.use_sewing = props.use_pressure = True
+    props.shrink, props.stretch_group = 0.1, "Stiff"
+    shown = {}
+    for cls in garment_panels.CLASSES:
+        shown.update(drawn(cls))
+    assert shown["sewing_force_max"] and shown["pressure"] and shown["target_volume"]
+    assert shown["shrink_group"] and shown["stretch_stiffness_max"] and not shown["bend_stiffness_max"]
