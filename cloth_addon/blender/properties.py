@@ -164,6 +164,9 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
     mass_group: StringProperty(
         name="Mass Group", default="", update=_invalidate,
         description="Vertex group whose weight scales each vertex's mass (every vertex needs a weight > 0)")
+    collision_collection: bpy.props.PointerProperty(
+        name="Collision Collection", type=bpy.types.Collection, update=_invalidate,
+        description="Only Collision objects in this collection collide with this cloth (empty: all)")
     # What the last bake added, as JSON, so Free Bake can remove exactly that (also after reload).
     bake_record: StringProperty(name="Bake Record", default="", options={"HIDDEN"})
     # Whether make_cloth had to add the Basis key, so remove_cloth can take it away again.

@@ -173,3 +173,21 @@ def test_panels_grey_out_what_is_off(scene):
         shown.update(drawn(cls))
     assert shown["sewing_force_max"] and shown["pressure"] and shown["target_volume"]
     assert shown["shrink_group"] and shown["stretch_stiffness_max"] and not shown["bend_stiffness_max"]
+
+
+@pytest.mark.parametrize("in_collection", [False, True])
+def test_only_colliders_in_the_collision_collection_collide(scene, in_collection):
+    props_collection = bpy.data.collections.new("Props")
+    scene.collection.children.link(props_collection)
+    bpy.ops.mesh.primitive_plane_add(size=3.0, location=(0, 0, 0.5))
+    floor = bpy.context.active_object
+    floor.modifiers.new("Collision", "COLLISION")
+    if in_collection:
+        props_collection.objects.link(floor)
+    obj = make_cloth(make_grid(cuts=6, size=1.0, location=(0, 0, 1.0)), collision_collection=props_collection)
+    play(scene, 20)
+    lowest = evaluated_world(obj)[:, 2].min()
+    if in_collection:
+        assert lowest >= 0.5 + floor.collision.thickness_outer
+    else:
+        assert lowest < 0.3  # fell through the floor (at 0.5) that is not in the collection
