@@ -2,7 +2,7 @@
 
 import bpy
 
-from . import garment_panels, handlers, mesh_io, operators, panels, properties, store
+from . import cli, garment_panels, handlers, mesh_io, operators, panels, properties, store
 
 
 def register():
@@ -10,9 +10,11 @@ def register():
     for cls in operators.CLASSES + panels.CLASSES + garment_panels.CLASSES:
         bpy.utils.register_class(cls)
     handlers.register()
+    cli.register()
 
 
 def unregister():
+    cli.unregister()
     handlers.unregister()
     store.clear()
     # Without the add-on nothing updates the ClothSim keys: mute them so that every cloth object
