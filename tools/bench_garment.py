@@ -11,7 +11,7 @@ and without the features (the mesh, and so the spring count, is the same):
   from its top face to the bottom one; "with" inflates it at 1,000 Pa and sews the edges (a
   tufted cushion) with weights; "without" has ropes, no pressure, no weights (so it collapses
   on the floor: the two runs' contacts differ, which the sheet's do not).
-Medians over 40 frames after a 5-frame warm-up; the two runs step in turn, frame by frame.
+Medians over 60 frames after a 5-frame warm-up; the two runs step in turn, frame by frame.
 """
 
 import sys
@@ -26,7 +26,7 @@ from cloth_addon.core import PlaneCollider, Settings, Simulation  # noqa: E402
 from cloth_addon.core.scenes import cloth_cube, grid  # noqa: E402
 
 
-def median_ms(sims, frames=40, warmup=5):
+def median_ms(sims, frames=60, warmup=5):
     """ms per frame of each simulation (median), stepped in turn frame by frame so that the load
     of a shared machine falls on all of them alike."""
     times = np.empty((frames, len(sims)))
