@@ -118,15 +118,33 @@ def sewn_panels(n: int = 20, width: float = 1.0, length: float = 1.0, gap: float
 def capsule(radius: float = 0.2, length: float = 1.2, segments: int = 24, rings: int = 12,
             center=(0.0, 0.0, 0.0), axis: str = "y"):
     """A closed capsule (a cylinder of `length` m between two half spheres of `radius` m) along
-    the x, y or z axis: (vertices (v, 3) float64, triangles (t, 3) int64), outward-facing."""
-    from .geometry import uv_sphere
+    the x, y or z axis: (vertices (v, 3) float64, triangles (t, 3) int64), outward-facing.
 
-    if rings % 2:
-        raise ValueError("capsule needs an even ring count (a ring on the equator)")
-    vertices, triangles = uv_sphere(radius, segments, rings)
-    # the equator ring and everything above move up, the rest down: the band between them is the tube
-    vertices[:, 2] += np.where(vertices[:, 2] >= -1e-12, 0.5 * length, -0.5 * length)
-    order = {"x": [2, 0, 1], "y": [1, 2, 0], "z": [0, 1, 2]}[axis]
+    rings: latitude rings of the two half spheres together (even); the cylinder is cut into
+    rings about as far apart as its segments are wide, so that no triangle is a long sliver.
+    """
+    if rings % 2 or rings < 2 or segments < 3 or not radius > 0.0 or length < 0.0:
+        raise ValueError("capsule needs an even rings >= 2, segments >= 3, radius > 0, length >= 0")
+    half = 0.5 * length
+    theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]  # latitudes without the poles
+    upper, lower = theta[theta <= np.pi / 2 + 1e-12], theta[theta > np.pi / 2 + 1e-12]
+    cuts = max(1, int(np.ceil(length / (2.0 * np.pi * radius / segments))))
+    z = np.concatenate([half + radius * np.cos(upper), np.linspace(half, -half, cuts + 1)[1:],
+                        -half + radius * np.cos(lower)])
+    rho = np.concatenate([radius * np.sin(upper), np.full(cuts, radius), radius * np.sin(lower)])
+    phi = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    ring = np.stack([rho[:, None] * np.cos(phi), rho[:, None] * np.sin(phi),
+                     np.broadcast_to(z[:, None], (len(z), segments))], axis=-1).reshape(-1, 3)
+    vertices = np.concatenate([[(0.0, 0.0, half + radius)], ring, [(0.0, 0.0, -half - radius)]])
+    top, bottom = 0, len(vertices) - 1
+    index = 1 + np.arange(len(z) * segments).reshape(len(z), segments)
+    nxt = np.roll(index, -1, axis=1)
+    caps_top = np.stack([np.full(segments, top), index[0], nxt[0]], axis=1)
+    caps_bottom = np.stack([np.full(segments, bottom), nxt[-1], index[-1]], axis=1)
+    a, b, c, d = index[:-1], nxt[:-1], nxt[1:], index[1:]
+    quads = np.concatenate([np.stack([a, d, c], -1).reshape(-1, 3), np.stack([a, c, b], -1).reshape(-1, 3)])
+    triangles = np.concatenate([caps_top, quads, caps_bottom]).astype(np.int64)
+    order = {"x": [2, 0, 1], "y": [1, 2, 0], "z": [0, 1, 2]}[axis]  # cyclic: keeps the winding
     return vertices[:, order] + np.asarray(center, dtype=np.float64), triangles
 
 
