@@ -97,7 +97,7 @@ def test_pressure_on_an_open_mesh_is_reported_and_nothing_is_made(scene):
     assert not obj.cloth_addon.enabled and obj.data.shape_keys is None
 
 
-def test_rest_shape_key_at_half_size_contracts_the_sheet_and_shrink_group_works(scene):
+def test_rest_shape_key_at_half_size_contracts_the_sheet(scene):
     scene.use_gravity = False
     obj = make_grid(cuts=8, size=1.0)
     obj.shape_key_add(name="Basis", from_mix=False)
@@ -115,6 +115,55 @@ def test_rest_shape_key_at_half_size_contracts_the_sheet_and_shrink_group_works(
     scene.frame_set(1)
     scene.frame_set(2)
     assert "no shape key 'Missing'" in session.errors[obj.session_uid]
+
+
+def test_shrink_group_shrinks_the_painted_half(scene):
+    scene.use_gravity = False
+    obj = make_grid(cuts=8, size=1.0)
+    group = obj.vertex_groups.new(name="Hem")
+    group.add([v.index for v in obj.data.vertices if v.co.x < 0], 1.0, "REPLACE")
+    make_cloth(obj, shrink=0.2, shrink_group="Hem", damping=0.1, frame_start=1, frame_end=121)
+    play(scene, 121)
+    world = evaluated_world(obj)
+    local = np.array([v.co[:] for v in obj.data.vertices])
+
+    def edge_length(column):  # along the sheet's side: it may curve in the plane
+        side = world[column][np.argsort(local[column, 1])]
+        return np.linalg.norm(np.diff(side, axis=0), axis=1).sum()
+
+    left, right = np.isclose(local[:, 0], local[:, 0].min()), np.isclose(local[:, 0], local[:, 0].max())
+    assert edge_length(left) == pytest.approx(0.8, abs=0.03)  # the painted side, 20% shorter
+    assert edge_length(right) == pytest.approx(1.0, abs=0.03)
+
+
+def test_pressure_bake_matches_live_playback(scene):
+    vertices, faces = cloth_cube(5, size=0.4, center=(0.0, 0.0, 1.0))
+    pillow = mesh_object("Pillow", vertices, faces)
+    make_cloth(pillow, use_pressure=True, pressure=800.0, frame_start=1, frame_end=6)
+    live = {}
+    for frame in range(1, 7):
+        scene.frame_set(frame)
+        live[frame] = evaluated_world(pillow)
+    assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
+    for frame in range(1, 7):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(evaluated_world(pillow), live[frame], atol=1e-6)
+    assert np.ptp(live[6], axis=0).min() > 0.4  # inflated past its 0.4 m
+
+
+def test_mass_group_scales_the_masses_and_refuses_massless_vertices(scene):
+    obj = make_grid(cuts=6)
+    light = obj.vertex_groups.new(name="Light")
+    light.add([v.index for v in obj.data.vertices], 0.5, "REPLACE")
+    make_cloth(obj)
+    plain = session.get(obj, scene, bpy.context.evaluated_depsgraph_get()).sim.model.mass.copy()
+    obj.cloth_addon.mass_group = "Light"
+    weighted = session.get(obj, scene, bpy.context.evaluated_depsgraph_get()).sim.model.mass
+    np.testing.assert_allclose(weighted, 0.5 * plain)
+    light.remove([0])
+    session.discard(obj.session_uid)
+    with pytest.raises(ValueError, match="Mass Group 'Light' leaves vertices with weight 0"):
+        session.get(obj, scene, bpy.context.evaluated_depsgraph_get())
 
 
 def test_stretch_group_blends_the_spring_stiffness(scene):
