@@ -115,6 +115,9 @@ def test_rest_shape_key_at_half_size_contracts_the_sheet(scene):
     scene.frame_set(1)
     scene.frame_set(2)
     assert "no shape key 'Missing'" in session.errors[obj.session_uid]
+    obj.cloth_addon.rest_shape_key = "ClothSim"
+    scene.frame_set(3)
+    assert "written by the cloth itself" in session.errors[obj.session_uid]
 
 
 def test_shrink_group_shrinks_the_painted_half(scene):
