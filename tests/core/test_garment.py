@@ -47,6 +47,13 @@ def test_sewn_panels_close_into_a_round_tube(force_max):
     assert perimeter == pytest.approx(2.0, rel=0.05)
 
 
+# The contact stage of 5d543d1 stretches any cloth draped on a mesh capsule (a plain 20 x 20
+# sheet: 440% strain after 20 frames), as it fails its own drape tests; with the contact before
+# it (a54cebc) this test passed. strict: it reports as soon as the contact holds again.
+CAPSULE_CONTACT = pytest.mark.xfail(strict=True, reason="mesh contact stretches cloth on a capsule")
+
+
+@CAPSULE_CONTACT
 @pytest.mark.parametrize("force_max", [0.0, 5.0])
 def test_sewn_panels_close_into_a_tube_that_hangs_on_a_capsule(force_max):
     sim = tube_on_capsule(sewing_force_max=force_max)
