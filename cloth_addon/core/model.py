@@ -351,6 +351,7 @@ def concatenate_models(models) -> tuple[ClothModel, np.ndarray]:
         dropped_springs=sum(m.dropped_springs for m in models),
         verlet_stiffness=np.concatenate([m.for_solver("verlet").spring_stiffness for m in models]),
         **_concatenated_bending(models, starts),
+        spring_force_limit=_concatenated_limits(models),
     )
     return model, starts
 
@@ -379,3 +380,11 @@ def _concatenated_bending(models, starts) -> dict:
                             shape=(total, total))
     terms = BendingTerms(np.concatenate(hinges), np.concatenate(blocks), np.concatenate(springs))
     return {"bending": bending, "bending_terms": terms}
+
+
+def _concatenated_limits(models) -> np.ndarray | None:
+    """The parts' spring_force_limit side by side (inf for parts without limits), or None."""
+    if all(m.spring_force_limit is None for m in models):
+        return None
+    return np.concatenate([np.full(m.n_springs, np.inf) if m.spring_force_limit is None
+                           else m.spring_force_limit for m in models])

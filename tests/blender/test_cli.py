@@ -9,6 +9,7 @@ import pytest
 from conftest import make_cloth, make_grid, pin, raw_key, select_only
 
 from cloth_addon.blender import bake, cli
+from cloth_addon.core.pc2 import read_pc2
 
 
 @pytest.fixture
@@ -55,11 +56,11 @@ def test_command_bakes_pc2_identical_to_the_bake_operator_and_saves(shot):
     select_only(obj)
     assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
     path = bake.cache_path(obj)
-    expected = bake.read_pc2(path).copy()
+    expected = read_pc2(path).copy()
     obj = reopen(shot)
     os.remove(path)
     assert cli.execute(["bake", "--objects", "Cloth", "--target", "pc2", "--frames", "1", "8", "--save"]) == 0
-    np.testing.assert_array_equal(bake.read_pc2(path), expected)
+    np.testing.assert_array_equal(read_pc2(path), expected)
     obj = reopen(shot)  # saved: the bake is in the file
     assert obj.cloth_addon.is_baked and obj.modifiers.get(bake.CACHE_MODIFIER) is not None
 
