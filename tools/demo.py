@@ -124,7 +124,7 @@ def garment_and_pillow(solver: str):
     collider(mesh_object("Bar", body, triangles), (0.3, 0.3, 0.35))
     bpy.ops.object.shade_smooth()
     garment = cloth(mesh_object("Sleeve", vertices, faces[:, ::-1], edges), (0.25, 0.6, 0.45), "COTTON",
-                    solver=solver, use_sewing=True, sewing_force_max=5.0, bake_target="SHAPE_KEYS")
+                    solver=solver, use_sewing=True, bake_target="SHAPE_KEYS")
     vertices, faces = cloth_cube(12, size=0.5, center=(2.2, -1.5, 0.26))
     pillow = cloth(mesh_object("Pillow", vertices, faces), (0.9, 0.85, 0.75), "COTTON", solver=solver,
                    use_pressure=True, pressure=1000.0, bake_target="SHAPE_KEYS")
