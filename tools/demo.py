@@ -1,8 +1,9 @@
 """`python build.py demo`: the add-on's main job, headless, in the real Blender (bpy).
 
-Builds a scene (a cloth draped over a ball on a floor, a pinned curtain in a Wind field, and the
+Builds a scene (a cloth draped over a ball on a floor, a pinned curtain in a Wind field, the
 paper's collision experiment: a pinned curtain hit by a ball moving 2 cm per frame, with
-self-collision), makes them cloth with the add-on's operators, bakes them (shape keys and PC2),
+self-collision, a sleeve sewn from two flat panels around a bar, and a pillow inflated by
+pressure), makes them cloth with the add-on's operators, bakes them (shape keys and PC2),
 saves dist/demo.blend and renders a baked frame to dist/demo.png with Cycles on the CPU (the README's
 picture, docs/demo.png, is a copy of it).
 """
@@ -20,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 import cloth_addon  # noqa: E402
 from cloth_addon.blender.selection import select_only  # noqa: E402
+from cloth_addon.core.scenes import capsule, cloth_cube, sewn_panels  # noqa: E402
 
 FRAMES = 60
 
@@ -87,6 +89,7 @@ def build_scene(solver: str):
     bpy.context.active_object.field.strength = 2.5  # m/s, a light breeze
 
     hit = curtain_and_ball(solver)
+    garment, pillow = garment_and_pillow(solver)
 
     bpy.ops.object.camera_add(location=(1.2, -10.0, 2.8), rotation=(math.radians(81), 0.0, 0.0))
     scene.camera = bpy.context.active_object
@@ -96,7 +99,36 @@ def build_scene(solver: str):
     world.use_nodes = True
     world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.6, 0.65, 0.7, 1.0)
     scene.world = world
-    return drape, curtain, hit
+    return drape, curtain, hit, garment, pillow
+
+
+def mesh_object(name, vertices, faces, edges=()):
+    """A new mesh object from numpy arrays, selected and active."""
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(vertices.tolist(), [list(map(int, e)) for e in edges],
+                     [list(map(int, f)) for f in faces])
+    mesh.update()
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    select_only(obj)
+    return obj
+
+
+def garment_and_pillow(solver: str):
+    """A sleeve: two flat 20 x 20 panels 0.6 m apart, their side columns joined by loose edges,
+    sewn around a bar (a capsule with Collision) behind the drape; and a cube of cloth on the
+    floor inflated to a pillow at 1,000 Pa, in front."""
+    vertices, faces, edges = sewn_panels(20, width=1.0, length=1.0, gap=0.6, height=1.9)
+    vertices = vertices[:, [1, 0, 2]] + (-1.0, 2.5, 0.0)  # the tube along x, side-on to the camera
+    body, triangles = capsule(radius=0.2, length=1.4, center=(-1.0, 2.5, 1.9), axis="x")
+    collider(mesh_object("Bar", body, triangles), (0.3, 0.3, 0.35))
+    bpy.ops.object.shade_smooth()
+    garment = cloth(mesh_object("Sleeve", vertices, faces[:, ::-1], edges), (0.25, 0.6, 0.45), "COTTON",
+                    solver=solver, use_sewing=True, bake_target="SHAPE_KEYS")
+    vertices, faces = cloth_cube(12, size=0.5, center=(2.2, -1.5, 0.26))
+    pillow = cloth(mesh_object("Pillow", vertices, faces), (0.9, 0.85, 0.75), "COTTON", solver=solver,
+                   use_pressure=True, pressure=1000.0, bake_target="SHAPE_KEYS")
+    return garment, pillow
 
 
 def curtain_and_ball(solver: str):
@@ -152,21 +184,23 @@ def main(argv: list[str]) -> int:
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     cloth_addon.register()
-    drape, curtain, hit = build_scene(args.solver)
+    drape, curtain, hit, garment, pillow = build_scene(args.solver)
     blend = ROOT / "dist" / "demo.blend"
     blend.parent.mkdir(exist_ok=True)
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))  # PC2 caches go next to the saved file
 
     select_only(drape)
     curtain.select_set(True)
-    hit.select_set(True)
+    for obj in (hit, garment, pillow):
+        obj.select_set(True)
     started = time.perf_counter()
     if bpy.ops.cloth_addon.bake() != {"FINISHED"}:
         raise SystemExit("bake failed")
     seconds = time.perf_counter() - started
-    vertices = sum(len(obj.data.vertices) for obj in (drape, curtain, hit))
-    print(f"baked {FRAMES} frames of {vertices} cloth vertices (drape and the curtain hit by the ball to "
-          f"shape keys, the curtain in the wind to PC2) in {seconds:.2f} s = {1000 * seconds / FRAMES:.1f} "
+    vertices = sum(len(obj.data.vertices) for obj in (drape, curtain, hit, garment, pillow))
+    print(f"baked {FRAMES} frames of {vertices} cloth vertices (drape, the curtain hit by the ball, the "
+          f"sewn sleeve and the pillow to shape keys, the curtain in the wind to PC2) in {seconds:.2f} s = "
+          f"{1000 * seconds / FRAMES:.1f} "
           "ms/frame")
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     print(f"saved {blend.relative_to(ROOT)}")

@@ -40,20 +40,25 @@ def world_mesh(obj, depsgraph):
     return vertices, triangles, normals, centres
 
 
-def scene_colliders(scene, depsgraph, exclude, kept: dict | None = None):
+def scene_colliders(scene, depsgraph, exclude, kept: dict | None = None, collection: str = ""):
     """(core colliders for a cloth, names of Collision objects without faces).
 
     exclude: the cloth object's session_uid, or the set of them of objects simulated together
     (none of them collides with the group as a Collision object: they are simulated).
 
     kept: that cloth's MeshColliders from the frame before, by collider session_uid (updated in
-    place); without it every mesh collider is built anew.
+    place); without it every mesh collider is built anew. collection: the name of the cloth's
+    Collision Collection: only Collision objects in it (or its child collections) collide; ""
+    for all of them.
     """
     kept = {} if kept is None else kept
     exclude = {exclude} if isinstance(exclude, int) else exclude
+    members = collection_members(scene, collection) if collection else None
     colliders, unsupported = [], []
     for obj in scene.objects:
         if obj.session_uid in exclude or not is_collider(obj) or not obj.visible_get():
+            continue
+        if members is not None and obj.session_uid not in members:
             continue
         vertices, triangles, _, centres = world_mesh(obj, depsgraph)
         if len(triangles) == 0:
@@ -67,6 +72,15 @@ def scene_colliders(scene, depsgraph, exclude, kept: dict | None = None):
             continue
         colliders.append(_mesh_collider(kept, obj.session_uid, vertices, triangles, thickness, friction))
     return colliders, unsupported
+
+
+def collection_members(scene, name: str) -> set[int]:
+    """session_uids of the objects in the scene's collection `name` and its children (none when
+    the collection is not in the scene)."""
+    for collection in scene.collection.children_recursive:
+        if collection.name == name:
+            return {obj.session_uid for obj in collection.all_objects}
+    return set()
 
 
 def sphere_of(vertices: np.ndarray, centres: np.ndarray):

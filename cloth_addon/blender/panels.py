@@ -136,6 +136,7 @@ class CLOTH_ADDON_PT_collisions(ClothSubPanel, bpy.types.Panel):
     def draw_settings(self, layout, props, obj):
         layout.prop(props, "collision_distance")
         layout.prop(props, "friction")
+        layout.prop(props, "collision_collection")
         layout.label(text=SUPPORTED_COLLIDERS, icon="INFO")
         live = store.find(obj.session_uid)
         if live is not None and live.unsupported:

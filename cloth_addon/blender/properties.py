@@ -27,6 +27,18 @@ def _frame_range_changed(self, context):
     _invalidate(self, context)
 
 
+def _weight_group(kind: str):
+    return StringProperty(
+        name=f"{kind} Group", default="", update=_invalidate,
+        description=f"Vertex group blending the {kind.lower()} stiffness from its base (0) to its max (1)")
+
+
+def _stiffness_max(kind: str, default: float, soft_max: float):
+    return FloatProperty(
+        name=f"Max {kind}", default=default, min=0.0, soft_max=soft_max, update=_invalidate,
+        description=f"{kind} stiffness where the {kind} Group's weight is 1, N/m")
+
+
 class ClothAddonSettings(bpy.types.PropertyGroup):
     """Cloth settings of one mesh object."""
 
@@ -117,6 +129,44 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
     cache_directory: StringProperty(
         name="Cache Folder", default="", subtype="DIR_PATH",
         description="Where PC2 files go; empty means a cloth_cache folder next to the .blend file")
+    # -- Garments and pillows (Shape, Sewing, Pressure, Property Weights sub-panels) ----------------
+    use_sewing: BoolProperty(
+        name="Sewing", default=False, update=_invalidate,
+        description="Loose edges of the mesh pull their two vertices together until the seam closes "
+                    "(off: they are rope springs)")
+    sewing_force_max: FloatProperty(
+        name="Max Sewing Force", default=0.0, min=0.0, soft_max=100.0, unit="NONE", update=_invalidate,
+        description="Most a sewing edge pulls with, N; 0 = unlimited")
+    use_pressure: BoolProperty(
+        name="Pressure", default=False, update=_invalidate,
+        description="Inflate a closed mesh by the pressure of the gas inside it")
+    pressure: FloatProperty(
+        name="Pressure", default=1000.0, soft_min=-10000.0, soft_max=10000.0, update=_invalidate,
+        description="Gas pressure at the target volume, Pa (it falls as the cloth inflates past it)")
+    target_volume: FloatProperty(
+        name="Target Volume", default=0.0, min=0.0, soft_max=10.0, unit="VOLUME", update=_invalidate,
+        description="Volume at which the gas has the given pressure, m³; 0 = the mesh's own volume")
+    shrink: FloatProperty(
+        name="Shrinking Factor", default=0.0, min=-1.0, max=0.99, subtype="FACTOR", update=_invalidate,
+        description="Fraction by which the cloth's rest lengths shrink (negative grows)")
+    shrink_group: StringProperty(
+        name="Shrinking Group", default="", update=_invalidate,
+        description="Vertex group whose weights scale the shrinking factor (empty: everywhere)")
+    rest_shape_key: StringProperty(
+        name="Rest Shape Key", default="", update=_invalidate,
+        description="Shape key whose shape the springs rest at (empty: the mesh)")
+    stretch_group: _weight_group("Stretch")
+    stretch_stiffness_max: _stiffness_max("Stretch", 500.0, 100000.0)
+    shear_group: _weight_group("Shear")
+    shear_stiffness_max: _stiffness_max("Shear", 50.0, 20000.0)
+    bend_group: _weight_group("Bending")
+    bend_stiffness_max: _stiffness_max("Bending", 1.0, 5000.0)
+    mass_group: StringProperty(
+        name="Mass Group", default="", update=_invalidate,
+        description="Vertex group whose weight scales each vertex's mass (every vertex needs a weight > 0)")
+    collision_collection: bpy.props.PointerProperty(
+        name="Collision Collection", type=bpy.types.Collection, update=_invalidate,
+        description="Only Collision objects in this collection collide with this cloth (empty: all)")
     # What the last bake added, as JSON, so Free Bake can remove exactly that (also after reload).
     bake_record: StringProperty(name="Bake Record", default="", options={"HIDDEN"})
     # Whether make_cloth had to add the Basis key, so remove_cloth can take it away again.

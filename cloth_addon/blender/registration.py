@@ -2,17 +2,19 @@
 
 import bpy
 
-from . import handlers, mesh_io, operators, panels, properties, store
+from . import cli, garment_panels, handlers, mesh_io, operators, panels, properties, store
 
 
 def register():
     properties.register()
-    for cls in operators.CLASSES + panels.CLASSES:
+    for cls in operators.CLASSES + panels.CLASSES + garment_panels.CLASSES:
         bpy.utils.register_class(cls)
     handlers.register()
+    cli.register()
 
 
 def unregister():
+    cli.unregister()
     handlers.unregister()
     store.clear()
     # Without the add-on nothing updates the ClothSim keys: mute them so that every cloth object
@@ -21,6 +23,6 @@ def unregister():
         block = mesh_io.sim_key(obj) if obj.type == "MESH" else None
         if block is not None:
             block.mute = True
-    for cls in reversed(operators.CLASSES + panels.CLASSES):
+    for cls in reversed(operators.CLASSES + panels.CLASSES + garment_panels.CLASSES):
         bpy.utils.unregister_class(cls)
     properties.unregister()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import core
-from . import colliders, mesh_io, wind
+from . import colliders, garment, mesh_io, wind
 from .settings import scene_inputs, settings_from
 
 # weight × pin stiffness at or above this pins a vertex rigidly.
@@ -58,6 +58,9 @@ class ClothSession:
         self.frame_end = max(leader.frame_end, leader.frame_start)
         self.scene_inputs = scene_inputs(scene)
         settings = settings_from(leader, scene)
+        # A name, not the Collection (no Blender references here); the group's first object's
+        # setting, like the others that step the group; editing it rebuilds the session.
+        self.collision_collection = leader.collision_collection.name if leader.collision_collection else ""
         if len(objects) > 1:
             # Cloth-to-cloth contact is the core's self-contact over the combined meshes.
             settings = settings.replace(self_collision=True)
@@ -65,7 +68,8 @@ class ClothSession:
         pulls = [_pin_pull(obj) for obj in objects]
         parts = [core.ClothPart(mesh_io.to_world(world_matrix(obj, depsgraph), rest),
                                 mesh_io.read_faces(obj.data), settings=settings_from(obj.cloth_addon, scene),
-                                pinned=pull >= RIGID_PIN, edges=mesh_io.read_edges(obj.data))
+                                pinned=pull >= RIGID_PIN, edges=mesh_io.read_edges(obj.data),
+                                **garment.simulation_inputs(obj, world_matrix(obj, depsgraph)))
                  for obj, rest, pull in zip(objects, rests, pulls, strict=True)]
         self.sim = core.Simulation.from_parts(parts, settings=settings)
         starts = [part.start for part in self.sim.parts]
@@ -128,8 +132,8 @@ class ClothSession:
 
     def read_colliders(self, scene, depsgraph) -> None:
         """The scene's Collision objects as they are now become the simulation's colliders."""
-        self.sim.colliders, self.unsupported = colliders.scene_colliders(scene, depsgraph, set(self.uids),
-                                                                         self.mesh_colliders)
+        self.sim.colliders, self.unsupported = colliders.scene_colliders(
+            scene, depsgraph, set(self.uids), self.mesh_colliders, self.collision_collection)
 
     def positions_at(self, frame: int, objects, scene, depsgraph) -> np.ndarray:
         """World positions of all members at `frame`: cached, or simulated on from the last

@@ -1,6 +1,7 @@
 """Object.cloth_addon properties and the scene -> core.Settings (the one place that maps them)."""
 
 from .. import core
+from . import garment
 
 SOLVER_NAMES = {"FAST_MASS_SPRING": "fast_mass_spring", "VERLET": "verlet"}
 
@@ -28,4 +29,4 @@ def settings_from(props, scene) -> "core.Settings":
         tear_factor=props.tear_factor if props.use_tearing else None,
         self_collision=props.use_self_collision, collision_distance=props.collision_distance,
         self_collision_distance=props.self_distance or None,
-        friction=props.friction)
+        friction=props.friction, **garment.settings_fields(props))

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from . import topology
+from . import garment, topology
 from .bending import BendingTerms, bending_terms, quadratic_energy
 from .settings import Settings
 
@@ -37,7 +37,7 @@ class ClothModel:
     pinned:             (n,) bool.
     pinned_indices:     (p,) int64.
     spring_indices:     (s, 2) int64, particle pairs (lo, hi).
-    spring_kind:        (s,) int8, topology.STRUCTURAL / SHEAR / BEND.
+    spring_kind:        (s,) int8, topology.STRUCTURAL / SHEAR / BEND / SEWING.
     spring_rest_length: (s,) float64, m.
     spring_stiffness:   (s,) float64, N/m (may be inf for the verlet solver: rigid). Bend
                         springs have 0 for the implicit solvers (bending is `bending` there)
@@ -51,6 +51,8 @@ class ClothModel:
     bending:            (n, n) CSR float64, N/m: k_b Q of the quadratic bending model
                         (bending.py), E_bend = 1/2 sum over x, y, z of x^T bending x; None = none.
     bending_terms:      bending.BendingTerms, its hinges (k_b included), for tearing.
+    spring_force_limit: (s,) float64, N, the most a spring pulls with (inf = unlimited), or None
+                        when no spring is limited (sewing springs, core/garment.py).
     """
 
     rest_positions: np.ndarray
@@ -68,6 +70,7 @@ class ClothModel:
     verlet_stiffness: np.ndarray | None = None
     bending: sp.csr_matrix | None = None
     bending_terms: BendingTerms | None = None
+    spring_force_limit: np.ndarray | None = None
 
     @property
     def n_particles(self) -> int:
@@ -98,10 +101,16 @@ class ClothModel:
         return float(np.median(structural)) if len(structural) else 0.0
 
     def energy(self, positions: np.ndarray, active: np.ndarray | None = None) -> float:
-        """Spring energy E = sum 1/2 k (|p1 - p2| - r)^2, J, over active springs."""
+        """Spring energy E = sum 1/2 k (|p1 - p2| - r)^2, J, over active springs (force-limited
+        springs: the Huber energy of core/garment.py past their limit)."""
         i, j = self.spring_indices.T
         stretch = np.linalg.norm(positions[i] - positions[j], axis=1) - self.spring_rest_length
-        terms = 0.5 * self.spring_stiffness * stretch**2
+        k, limit = self.spring_stiffness, self.spring_force_limit
+        terms = 0.5 * k * stretch**2
+        if limit is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                capped = np.abs(k * stretch) > limit
+                terms = np.where(capped, limit * np.abs(stretch) - 0.5 * limit**2 / k, terms)
         return float(terms.sum() if active is None else terms[active].sum())
 
     def bending_energy(self, positions: np.ndarray) -> float:
@@ -140,7 +149,9 @@ class ClothModel:
         i, j = self.spring_indices.T
         delta = positions[i] - positions[j]
         length = np.linalg.norm(delta, axis=1)
-        scale = self.spring_stiffness * (length - self.spring_rest_length) / np.maximum(length, 1e-300)
+        force = garment.limited_force(length - self.spring_rest_length, self.spring_stiffness,
+                                      self.spring_force_limit)
+        scale = force / np.maximum(length, 1e-300)
         if active is not None:
             scale = scale * active
         f = delta * scale[:, None]
@@ -149,6 +160,18 @@ class ClothModel:
         for axis in range(3):
             out[:, axis] = np.bincount(j, f[:, axis], n) - np.bincount(i, f[:, axis], n)
         return out
+
+    def spring_curvatures(self, length: np.ndarray, stiffness: np.ndarray):
+        """(along, across), each (s,) N/m: a spring's Hessian is along n n^T + across (I - n n^T)
+        at current lengths `length` (m), clamped to be positive semi-definite (across =
+        max(0, f / l) drops a compressed spring's negative curvature); a spring at its force
+        limit has no stiffness along n."""
+        force = garment.limited_force(length - self.spring_rest_length, stiffness, self.spring_force_limit)
+        along = stiffness
+        if self.spring_force_limit is not None:
+            along = np.where(np.abs(stiffness * (length - self.spring_rest_length)) > self.spring_force_limit,
+                             0.0, stiffness)
+        return along, np.maximum(0.0, force / length)
 
 
 # The fold angle between neighbouring edges at which a skip-one spring of rest length r and
@@ -185,6 +208,15 @@ def _validate_vertices(vertices, settings: Settings) -> np.ndarray:
     return array.copy()
 
 
+def _validate_rest_shape(rest_shape, n: int) -> np.ndarray:
+    array = np.asarray(rest_shape, dtype=np.float64)
+    if array.shape != (n, 3):
+        raise ValueError(f"rest_shape must have shape ({n}, 3), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("rest_shape has a NaN or infinite coordinate")
+    return array
+
+
 def _pinned_mask(pinned, n: int) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
     if pinned is None:
@@ -214,14 +246,19 @@ def _validate_edges(edges, n: int) -> np.ndarray | None:
     return array.astype(np.int64)
 
 
-def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) -> ClothModel:
+def build_model(vertices, faces, settings: Settings, pinned=None, edges=None, weights=None,
+                rest_shape=None) -> ClothModel:
     """Build a ClothModel from a mesh.
 
     vertices: (n, 3) array-like, m. faces: sequence of index sequences (mixed sizes) or
     (m, k) int array; may be empty (a rope from `edges`, or loose particles). edges: optional
     (e, 2) int, mesh edges; those that belong to no face become structural springs with mass
-    from Settings.linear_density. pinned: None, indices, or (n,) bool mask. Vertices in no
-    face and no edge are free particles of the smallest mass the mesh has (1 g if none).
+    from Settings.linear_density (or, with Settings.use_sewing on a mesh with faces, massless
+    sewing springs). pinned: None, indices, or (n,) bool mask. Vertices in no face and no edge
+    are free particles of the smallest mass the mesh has (1 g if none). weights: optional
+    {name: (n,) float in [0, 1]} per-vertex property weights (core/garment.py). rest_shape:
+    optional (n, 3) m, the shape whose spring lengths are the rest lengths (a shape key);
+    None = vertices. Masses always come from `vertices`.
     """
     positions = _validate_vertices(vertices, settings)
     n = len(positions)
@@ -232,17 +269,29 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
         face_keys = np.unique(topology.pair_keys(faces.corners, faces.corners[faces.next_loop], n))
         loose = edges[~np.isin(topology.pair_keys(edges[:, 0], edges[:, 1], n), face_keys)]
         loose = loose[loose[:, 0] != loose[:, 1]]
+    weights = garment.validate_weights(weights, n)
+    shape = positions if rest_shape is None else _validate_rest_shape(rest_shape, n)
+    sewing = np.zeros((0, 2), dtype=np.int64)
+    if settings.use_sewing and len(faces):
+        sewing, loose = garment.sewing_pairs(loose, n), loose[:0]
     pairs, kinds = topology.build_springs(faces, n, loose)
-    size = float(np.ptp(positions, axis=0).max()) or 1.0
-    pairs, kinds, rest, dropped = topology.drop_degenerate(pairs, kinds, positions,
+    size = float(np.ptp(shape, axis=0).max()) or 1.0
+    pairs, kinds, rest, dropped = topology.drop_degenerate(pairs, kinds, shape,
                                                          _DEGENERATE_FRACTION * size)
+    rest = garment.shrink_rest_lengths(rest, pairs, settings, weights)
+    # Sewing springs join vertices that may coincide (a closed seam): never dropped, rest 0.
+    pairs = np.concatenate([pairs, sewing])
+    kinds = np.concatenate([kinds, np.full(len(sewing), topology.SEWING, dtype=np.int8)])
+    rest = np.concatenate([rest, np.zeros(len(sewing))])
     triangles = topology.triangulate(faces)
     mass = topology.lumped_masses(positions, faces, triangles, loose, settings.density,
                                   settings.linear_density)
+    if "mass" in weights:
+        mass = mass * weights["mass"]
     pin = _pinned_mask(pinned, n)
     inv_mass = np.where(pin, 0.0, 1.0 / mass)
-    per_kind = np.array([settings.stretch_stiffness, settings.shear_stiffness, 0.0])
-    verlet_stiffness = per_kind[kinds]
+    # property weights blend each spring's stiffness (bend springs: verlet only, see below)
+    verlet_stiffness = garment.spring_stiffness(kinds, pairs, rest, settings, weights)
     verlet_stiffness[kinds == topology.BEND] = verlet_bend_stiffness(settings.bend_stiffness,
                                                                      rest[kinds == topology.BEND])
     # none for rigid (inf, verlet only: its springs are the constraints) or absent bending
@@ -260,10 +309,11 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None) ->
         spring_indices=pairs,
         spring_kind=kinds,
         spring_rest_length=rest,
-        spring_stiffness=per_kind[kinds],
+        spring_stiffness=verlet_stiffness,  # for_solver below zeroes bend springs for the implicit solvers
         triangles=triangles,
         faces=faces,
         dropped_springs=dropped,
+        spring_force_limit=garment.force_limits(kinds, settings),
         verlet_stiffness=verlet_stiffness,
         bending=bending,
         bending_terms=terms,
@@ -301,6 +351,7 @@ def concatenate_models(models) -> tuple[ClothModel, np.ndarray]:
         dropped_springs=sum(m.dropped_springs for m in models),
         verlet_stiffness=np.concatenate([m.for_solver("verlet").spring_stiffness for m in models]),
         **_concatenated_bending(models, starts),
+        spring_force_limit=_concatenated_limits(models),
     )
     return model, starts
 
@@ -329,3 +380,11 @@ def _concatenated_bending(models, starts) -> dict:
                             shape=(total, total))
     terms = BendingTerms(np.concatenate(hinges), np.concatenate(blocks), np.concatenate(springs))
     return {"bending": bending, "bending_terms": terms}
+
+
+def _concatenated_limits(models) -> np.ndarray | None:
+    """The parts' spring_force_limit side by side (inf for parts without limits), or None."""
+    if all(m.spring_force_limit is None for m in models):
+        return None
+    return np.concatenate([np.full(m.n_springs, np.inf) if m.spring_force_limit is None
+                           else m.spring_force_limit for m in models])

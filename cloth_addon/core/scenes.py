@@ -96,3 +96,74 @@ def flag(nx: int = 45, ny: int = 30, length: float = 1.5, height: float = 1.0, a
     turn = np.radians(angle)
     return vertices, quads, index[:, 0].copy(), np.array([np.cos(turn), np.sin(turn), 0.0])
 
+
+def sewn_panels(n: int = 20, width: float = 1.0, length: float = 1.0, gap: float = 0.6, height: float = 0.0):
+    """Two flat n x n panels, one `gap` m above the other (z = height +- gap/2), with sewing edges
+    joining their side columns row by row: sewn, they close into a tube along y.
+
+    Returns vertices (2 n^2, 3) m, quads (2 (n-1)^2, 4), sewing edges (2 n, 2) int64. The lower
+    panel's faces are wound the other way, so both panels' normals point out of the tube.
+    """
+    vertices, quads, index = grid(n, n, size=1.0, plane="xy")
+    vertices = vertices * (width, length, 1.0) - (0.5 * width, 0.5 * length, 0.0)
+    top = vertices + (0.0, 0.0, height + 0.5 * gap)
+    bottom = vertices + (0.0, 0.0, height - 0.5 * gap)
+    count = len(vertices)
+    faces = np.concatenate([quads, quads[:, ::-1] + count])
+    sides = np.concatenate([index[:, 0], index[:, -1]])
+    edges = np.stack([sides, sides + count], axis=1).astype(np.int64)
+    return np.concatenate([top, bottom]), faces, edges
+
+
+def capsule(radius: float = 0.2, length: float = 1.2, segments: int = 24, rings: int = 12,
+            center=(0.0, 0.0, 0.0), axis: str = "y"):
+    """A closed capsule (a cylinder of `length` m between two half spheres of `radius` m) along
+    the x, y or z axis: (vertices (v, 3) float64, triangles (t, 3) int64), outward-facing.
+
+    rings: latitude rings of the two half spheres together (even); the cylinder is cut into
+    rings about as far apart as its segments are wide, so that no triangle is a long sliver.
+    """
+    if rings % 2 or rings < 2 or segments < 3 or not radius > 0.0 or length < 0.0:
+        raise ValueError("capsule needs an even rings >= 2, segments >= 3, radius > 0, length >= 0")
+    half = 0.5 * length
+    theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]  # latitudes without the poles
+    upper, lower = theta[theta <= np.pi / 2 + 1e-12], theta[theta > np.pi / 2 + 1e-12]
+    cuts = max(1, int(np.ceil(length / (2.0 * np.pi * radius / segments))))
+    z = np.concatenate([half + radius * np.cos(upper), np.linspace(half, -half, cuts + 1)[1:],
+                        -half + radius * np.cos(lower)])
+    rho = np.concatenate([radius * np.sin(upper), np.full(cuts, radius), radius * np.sin(lower)])
+    phi = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    ring = np.stack([rho[:, None] * np.cos(phi), rho[:, None] * np.sin(phi),
+                     np.broadcast_to(z[:, None], (len(z), segments))], axis=-1).reshape(-1, 3)
+    vertices = np.concatenate([[(0.0, 0.0, half + radius)], ring, [(0.0, 0.0, -half - radius)]])
+    top, bottom = 0, len(vertices) - 1
+    index = 1 + np.arange(len(z) * segments).reshape(len(z), segments)
+    nxt = np.roll(index, -1, axis=1)
+    caps_top = np.stack([np.full(segments, top), index[0], nxt[0]], axis=1)
+    caps_bottom = np.stack([np.full(segments, bottom), nxt[-1], index[-1]], axis=1)
+    a, b, c, d = index[:-1], nxt[:-1], nxt[1:], index[1:]
+    quads = np.concatenate([np.stack([a, d, c], -1).reshape(-1, 3), np.stack([a, c, b], -1).reshape(-1, 3)])
+    triangles = np.concatenate([caps_top, quads, caps_bottom]).astype(np.int64)
+    order = {"x": [2, 0, 1], "y": [1, 2, 0], "z": [0, 1, 2]}[axis]  # cyclic: keeps the winding
+    return vertices[:, order] + np.asarray(center, dtype=np.float64), triangles
+
+
+def cloth_cube(n: int = 10, size: float = 0.5, center=(0.0, 0.0, 0.0)):
+    """A closed cube surface of quads, n x n vertices per side, `size` m wide, faces wound
+    outward: (vertices (v, 3) float64, quads (6 (n-1)^2, 4) int64). A pillow or a box of cloth."""
+    sheet, quads, _ = grid(n, n, size=1.0, plane="xy")
+    u, v = sheet[:, 0] - 0.5, sheet[:, 1] - 0.5
+    half = np.full_like(u, 0.5)
+    sides = [np.stack(c, axis=1) for c in ((u, v, half), (u, v, -half), (u, half, v), (u, -half, v),
+                                            (half, u, v), (-half, u, v))]
+    points = np.concatenate(sides)
+    faces = np.concatenate([quads + k * len(sheet) for k in range(6)])
+    # merge the vertices the sides share along the cube's edges
+    _, first, inverse = np.unique(np.round(points * (n - 1) * 2).astype(np.int64), axis=0,
+                                  return_index=True, return_inverse=True)
+    vertices = points[first]
+    faces = inverse.reshape(-1)[faces]
+    a, b, c = vertices[faces[:, 0]], vertices[faces[:, 1]], vertices[faces[:, 2]]
+    inward = np.einsum("ij,ij->i", np.cross(b - a, c - a), a + c) < 0.0
+    faces[inward] = faces[inward, ::-1]
+    return vertices * size + np.asarray(center, dtype=np.float64), faces

@@ -32,6 +32,35 @@ def _vector3(name: str, value, owner: str = "Settings") -> tuple[float, float, f
     return vector
 
 
+def _number(name: str, value, low: float = -math.inf, high: float = math.inf) -> float:
+    """value as a finite float in [low, high], else ValueError naming Settings.<name>."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"Settings.{name} must be a number, got {value!r}") from None
+    if not (math.isfinite(number) and low <= number <= high):
+        raise ValueError(f"Settings.{name} must be a finite number in [{low:g}, {high:g}], got {value!r}")
+    return number
+
+
+def _check_garment_fields(settings) -> None:
+    """Validate and normalise the sewing, pressure, shrinking and property-weight fields."""
+    set_ = object.__setattr__
+    for name in ("use_sewing", "use_pressure"):
+        if not isinstance(getattr(settings, name), bool):
+            raise ValueError(f"Settings.{name} must be True or False, got {getattr(settings, name)!r}")
+    set_(settings, "sewing_force_max", _number("sewing_force_max", settings.sewing_force_max, 0.0))
+    set_(settings, "pressure", _number("pressure", settings.pressure))
+    set_(settings, "target_volume", _number("target_volume", settings.target_volume, 0.0))
+    shrink = _number("shrink", settings.shrink, -1.0, 1.0)
+    if shrink >= 1.0:
+        raise ValueError(f"Settings.shrink must be below 1 (1 shrinks springs to nothing), got {shrink!r}")
+    set_(settings, "shrink", shrink)
+    for name in ("stretch_stiffness_max", "shear_stiffness_max", "bend_stiffness_max"):
+        if getattr(settings, name) is not None:
+            set_(settings, name, _number(name, getattr(settings, name), 0.0))
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything that configures a simulation. Invalid values raise ValueError naming the field.
@@ -79,6 +108,23 @@ class Settings:
     chebyshev:         Chebyshev acceleration of the fast solver's iterations (Wang 2015).
     chebyshev_rho:     spectral-radius estimate for it, in (0, 1); None = estimate it.
     max_vertices:      refuse larger meshes before allocating anything big.
+
+    Garments and pillows (see core/garment.py and core/pressure.py; per-vertex weights and a
+    rest shape are Simulation arguments, not settings):
+    use_sewing:        loose edges of a mesh that has faces become sewing springs: rest length 0,
+                       stretch_stiffness, pulling their two vertices together until the seam closes.
+                       Off: they are rope springs at their rest length (linear_density).
+    sewing_force_max:  N, the most one sewing spring pulls with; 0 = unlimited.
+    use_pressure:      a closed mesh is inflated by a gas pressure on its faces (an open mesh
+                       raises ValueError).
+    pressure:          Pa, gas pressure at the target volume; the gas follows Boyle's law, so the
+                       pressure is pressure * target / volume (negative pulls the faces in).
+    target_volume:     m^3, the volume at which the gas has `pressure`; 0 = the rest volume.
+    shrink:            fraction of the rest length springs shrink by (0.2: 20% shorter, negative
+                       grows), in [-1, 1); scaled per vertex by Simulation's weights["shrink"].
+    stretch_stiffness_max, shear_stiffness_max, bend_stiffness_max: N/m, the stiffness at vertex
+                       weight 1 of Simulation's weights["stretch"|"shear"|"bend"] (the base value is
+                       at weight 0, linear in between); None = the base value.
     """
 
     solver: str = "fast_mass_spring"
@@ -104,6 +150,15 @@ class Settings:
     chebyshev: bool = True
     chebyshev_rho: float | None = None
     max_vertices: int = DEFAULT_MAX_VERTICES
+    use_sewing: bool = False
+    sewing_force_max: float = 0.0
+    use_pressure: bool = False
+    pressure: float = 0.0
+    target_volume: float = 0.0
+    shrink: float = 0.0
+    stretch_stiffness_max: float | None = None
+    shear_stiffness_max: float | None = None
+    bend_stiffness_max: float | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -151,6 +206,7 @@ class Settings:
             if not 0.0 < rho < 1.0:
                 raise ValueError(f"Settings.chebyshev_rho must be None or in (0, 1), got {rho!r}")
             set_(self, "chebyshev_rho", rho)
+        _check_garment_fields(self)
         if self.solver != "verlet":
             for name in ("stretch_stiffness", "shear_stiffness", "bend_stiffness"):
                 if math.isinf(getattr(self, name)):

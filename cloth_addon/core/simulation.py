@@ -2,7 +2,7 @@
 
 One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
     colliders move to where they are at the end of the substep         (contact.py)
-    accel    = gravity + drag/lift in the wind                            (forces.py, wind.py)
+    accel    = gravity + drag/lift in the wind (+ gas pressure)           (forces.py, wind.py, pressure.py)
     x_new    = solver.advance(x, x_prev, accel, pins, constrain)          (solvers/; the colliders
                project every iterate, so the springs see the contact within the step)
     x_new    = contact stage: colliders and self-contact resolved together, friction, and the
@@ -17,8 +17,10 @@ import numpy as np
 from . import forces
 from .contact import ContactStage
 from .model import build_model, concatenate_models
+from .pressure import Pressure
 from .settings import AUTO_SELF_DISTANCE, Settings
 from .state import ClothState
+from .topology import SEWING
 
 # What counts as blown up: positions beyond this distance from the origin (m; a cloth in free
 # fall for an hour is at 6e7 m), or an untorn cloth grown to this many times its rest size.
@@ -27,9 +29,11 @@ STRETCH_LIMIT = 1e3
 
 # Settings read afresh every step, and settings baked into the model.
 LIVE_FIELDS = {"gravity", "wind", "air_drag", "air_lift", "friction", "collision_distance",
-               "self_collision", "self_collision_distance", "tear_factor"}
+               "self_collision", "self_collision_distance", "tear_factor", "use_pressure", "pressure",
+               "target_volume"}
 MODEL_FIELDS = {"density", "linear_density", "stretch_stiffness", "shear_stiffness", "bend_stiffness",
-                "max_vertices"}
+                "max_vertices", "use_sewing", "sewing_force_max", "shrink", "stretch_stiffness_max",
+                "shear_stiffness_max", "bend_stiffness_max"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class ClothPart:
     settings: Settings | None = None
     pinned: object = None
     edges: object = None
+    weights: object = None  # per-vertex property weights, as for Simulation
+    rest_shape: object = None  # (n, 3) rest shape, as for Simulation
 
 
 class SimulationDiverged(RuntimeError):
@@ -67,21 +73,27 @@ class Simulation:
     (triangles, quads, n-gons mixed) or an (m, k) int array. settings: Settings.
     pinned: None, indices or (n,) bool mask. colliders: objects with a `project` method
     (PlaneCollider, SphereCollider, MeshCollider); `sim.colliders` may be replaced between
-    frames. edges: optional (e, 2) int mesh edges; those in no face become rope springs.
+    frames. edges: optional (e, 2) int mesh edges; those in no face become rope springs (or
+    sewing springs with Settings.use_sewing). weights: optional {"shrink"|"stretch"|"shear"|
+    "bend"|"mass": (n,) float in [0, 1]} per-vertex property weights (core/garment.py).
+    rest_shape: optional (n, 3) m, the shape that gives the springs' rest lengths (e.g. a shape
+    key); the simulation starts from `vertices`.
     wind_fields: core.WindField objects blowing on top of settings.wind; `sim.wind_fields`
     may be replaced between frames too. Their gusts follow `sim.time`.
     """
 
     def __init__(self, vertices, faces, settings: Settings | None = None, pinned=None,
-                 colliders=(), edges=None, wind_fields=(), _model=None):
+                 colliders=(), edges=None, wind_fields=(), weights=None, rest_shape=None, _model=None):
         settings = settings if settings is not None else Settings()
         if not isinstance(settings, Settings):
             raise ValueError("settings must be a Settings instance")
         self._settings = settings
         # a model built elsewhere (from_parts) bends the way this simulation's solver does
         self.model = (_model.for_solver(settings.solver) if _model is not None
-                      else build_model(vertices, faces, settings, pinned=pinned, edges=edges))
+                      else build_model(vertices, faces, settings, pinned=pinned, edges=edges, weights=weights,
+                                       rest_shape=rest_shape))
         self.parts = [slice(0, self.model.n_particles)]
+        self._pressure = Pressure(self.model) if settings.use_pressure else None
         self.colliders = list(colliders)
         self.wind_fields = list(wind_fields)
         self.solver = make_solver(self.model, settings)
@@ -108,7 +120,8 @@ class Simulation:
         settings = settings if settings is not None else (parts[0].settings or Settings())
         if not isinstance(settings, Settings):
             raise ValueError("settings must be a Settings instance")
-        models = [build_model(p.vertices, p.faces, p.settings or settings, pinned=p.pinned, edges=p.edges)
+        models = [build_model(p.vertices, p.faces, p.settings or settings, pinned=p.pinned, edges=p.edges,
+                              weights=p.weights, rest_shape=p.rest_shape)
                   for p in parts]
         model, starts = concatenate_models(models)
         sim = cls(None, None, settings, colliders=colliders, wind_fields=wind_fields, _model=model)
@@ -133,6 +146,8 @@ class Simulation:
         if frozen:
             raise ValueError(f"Settings.{frozen[0]} shapes the model (masses, springs): "
                              "make a new Simulation to change it")
+        if value.use_pressure and self._pressure is None:
+            self._pressure = Pressure(self.model)  # raises for an open mesh before anything changes
         self._settings = value
         if changed - LIVE_FIELDS:
             # verlet bends with springs, the implicit solvers with the bending matrix
@@ -227,6 +242,9 @@ class Simulation:
             velocity = (x - x_prev) / h
             accel = forces.external_acceleration(model, x, velocity, settings, h, self.wind_fields,
                                                  self.time + (sub - 1) * h)
+            if settings.use_pressure:
+                gas = self._pressure.forces(x, settings.pressure, settings.target_volume)
+                accel += gas / model.mass[:, None]
             if self.solver.contact_in_iterations:
                 x_new = self.solver.advance(x, x_prev, accel, target, constrain=contact.constrain_function(x))
             else:
@@ -268,6 +286,7 @@ class Simulation:
         i, j = self.model.spring_indices.T
         length = np.linalg.norm(x[i] - x[j], axis=1)
         breaking = (length > self.model.spring_rest_length * self.settings.tear_factor) & ~self._torn
+        breaking &= self.model.spring_kind != SEWING  # rest length 0: a seam does not tear
         if np.any(breaking):
             self._torn |= breaking
             self.solver.set_active(~self._torn)

@@ -16,6 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 STRUCTURAL, SHEAR, BEND = 0, 1, 2
+# Sewing springs (core/garment.py): loose edges of a mesh with faces, rest length 0.
+SEWING = 3
 
 
 class Faces:

@@ -20,6 +20,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ..garment import limited_spring_targets
 from ..sparse_ops import MatVec
 from ..topology import STRUCTURAL
 from .base import InertialSolver
@@ -70,6 +71,13 @@ class FastMassSpringSolver(InertialSolver):
         self.active = np.ones(len(self.springs), dtype=bool)
         self.spring_active = np.ones(model.n_springs, dtype=bool)
         s = len(self.springs)
+        # force-limited (sewing) springs, as indices into self.springs: their local step is the
+        # Huber projection
+        limit = model.spring_force_limit
+        self.limited = None if limit is None else np.flatnonzero(np.isfinite(limit[self.springs]))
+        if self.limited is not None:
+            self.limited_stiffness = model.spring_stiffness[self.springs][self.limited]
+            self.limited_force = limit[self.springs][self.limited]
         # p_i1 - p_i2 as sparse products (one call instead of two row gathers and a
         # subtraction), split so that the pinned particles' part is computed once per step,
         # not once per iteration
@@ -118,11 +126,16 @@ class FastMassSpringSolver(InertialSolver):
         scale = np.einsum("ij,ij->j", delta, delta)
         np.sqrt(scale, out=scale)
         compressed = (self.one_sided & (scale < self.rest)) if self.one_sided.any() else None
+        limited = self.limited
+        length_limited = scale[limited] if limited is not None else None
         np.maximum(scale, 1e-12, out=scale)
         np.divide(self.rest, scale, out=scale)
         if compressed is not None:
             # a compressed one-sided spring has no energy: its best d is the current vector
             scale[compressed] = 1.0
+        if limited is not None:
+            scale[limited] = limited_spring_targets(length_limited, self.rest[limited],
+                                                    self.limited_stiffness, self.limited_force)
         delta *= scale
         return delta
 

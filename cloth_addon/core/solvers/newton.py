@@ -69,8 +69,8 @@ class NewtonSolver(InertialSolver):
         n = delta / length[:, None]
         k = np.where(self.working(x), self.model.spring_stiffness, 0.0)
         outer = n[:, :, None] * n[:, None, :]
-        soft = np.maximum(0.0, 1.0 - self.rest / length)
-        block = k[:, None, None] * (outer + soft[:, None, None] * (np.eye(3) - outer))
+        along, across = self.model.spring_curvatures(length, k)
+        block = along[:, None, None] * outer + across[:, None, None] * (np.eye(3) - outer)
         fi, fj = self.free_index[i], self.free_index[j]
         rows, cols, vals = [], [], []
         for a, b, sign in ((fi, fi, 1.0), (fj, fj, 1.0), (fi, fj, -1.0), (fj, fi, -1.0)):

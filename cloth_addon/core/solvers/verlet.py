@@ -37,6 +37,10 @@ class VerletSolver(InertialSolver):
         # a spring between two pinned particles, or of zero stiffness, does nothing
         movable = ((wi + wj) > 0.0) & (k > 0.0)
         one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
+        # Force-limited (sewing) springs: XPBD's multiplier is the force times h^2, so capping
+        # its accumulated value caps the force (needs the multipliers even for rigid springs).
+        limit = model.spring_force_limit
+        lam_limit = None if limit is None else limit * h * h
         colour = colour_springs(model.spring_indices, model.n_particles)
         n = model.n_particles
         self.colours = []
@@ -56,12 +60,13 @@ class VerletSolver(InertialSolver):
                 "ids": ids, "i": gi, "j": gj, "rest": model.spring_rest_length[ids],
                 "ci": ci, "cj": cj, "compliance": compliance[ids],
                 "inv_denom": 1.0 / denom, "one_sided": one_sided[ids] if one_sided.any() else None,
+                "lam_limit": None if lam_limit is None or np.isinf(lam_limit[ids]).all() else lam_limit[ids],
                 "active": None,  # None while nothing is torn: saves two products per colour
                 # p_j - p_i for x, y, z at once; corrections +ci at i, -cj at j
                 "gather": MatVec(sp.block_diag([gather] * 3)),
                 "scatter": MatVec(sp.block_diag([scatter] * 3)),
             })
-        self.has_compliance = bool(np.any(compliance > 0.0))
+        self.has_compliance = bool(np.any(compliance > 0.0)) or lam_limit is not None
 
     def set_active(self, active: np.ndarray) -> None:
         """active: (s,) bool, springs that still exist (torn ones do not)."""
@@ -91,7 +96,12 @@ class VerletSolver(InertialSolver):
                 if lambdas is not None:
                     lam = lambdas[index]
                     error += g["compliance"] * lam
-                    lam -= error * g["inv_denom"]
+                    if g["lam_limit"] is None:
+                        lam -= error * g["inv_denom"]
+                    else:
+                        capped = np.clip(lam - error * g["inv_denom"], -g["lam_limit"], g["lam_limit"])
+                        error = (lam - capped) / g["inv_denom"]
+                        lam[:] = capped
                 d *= error / np.maximum(length, 1e-12)
                 g["scatter"].add_into(d.ravel(), flat)
         return np.ascontiguousarray(flat.reshape(3, -1).T)
