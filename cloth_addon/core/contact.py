@@ -14,8 +14,8 @@ One substep of a Simulation, around the solver:
                     check that makes the substep free of crossings (self_contact.py)
 
 Colliders contact the cloth by features: cloth vertices against the collider's faces, cloth
-edges against a sphere or the sharp edges of a mesh collider, and a mesh collider's sharp
-corners against cloth faces (colliders.py, mesh_collider.py).
+edges against a sphere, and a mesh collider's sharp corners against cloth faces (colliders.py,
+mesh_collider.py). Cloth edges against a mesh collider's sharp edges are not handled yet.
 
 Friction, per contact with unit normal n, collider surface displacement u over the substep,
 cloth displacement x1 - x0 and free-flight displacement y - x0 (y: the solver's inertial
