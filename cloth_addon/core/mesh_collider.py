@@ -30,8 +30,8 @@ import numpy as np
 from . import geometry
 from .colliders import _apply_friction, friction_coefficient
 
-# Edges whose faces meet at more than this angle (rad) are sharp: they and their corners collide
-# with the cloth's edges and faces as features of their own.
+# Edges whose faces meet at more than this angle (rad) are sharp: the corners where they meet keep
+# the cloth's faces off as features of their own.
 SHARP_ANGLE = np.radians(30.0)
 # Barycentric slack of the crossing test, so a path through a shared edge hits one of the two.
 _CROSS_SLACK = 1e-7
