@@ -13,9 +13,9 @@ One substep of a Simulation, around the solver:
                     caused (Bridson, Fedkiw, Anderson 2002); then the continuous self-contact
                     check that makes the substep free of crossings (self_contact.py)
 
-Colliders contact the cloth by features: cloth vertices against the collider's faces, cloth
-edges against a sphere, and a mesh collider's sharp corners against cloth faces (colliders.py,
-mesh_collider.py). Cloth edges against a mesh collider's sharp edges are not handled yet.
+Colliders contact the cloth by features: cloth vertices against the collider's faces, and cloth
+edges against a sphere (colliders.py, mesh_collider.py). A mesh collider's sharp edges and
+corners against the cloth's edges and faces are not handled yet.
 
 Friction, per contact with unit normal n, collider surface displacement u over the substep,
 cloth displacement x1 - x0 and free-flight displacement y - x0 (y: the solver's inertial
@@ -155,8 +155,7 @@ class ContactStage:
     def _project(self, collider, x, x0, movable, margin, features):
         """Project x out of one collider (no friction: finish applies it once per substep)."""
         if isinstance(collider, MeshCollider):
-            collider.project(x, x0, movable, margin, None, features=features,
-                             sweep_from=self._sweep.get(id(collider)))
+            collider.project(x, x0, movable, margin, None, sweep_from=self._sweep.get(id(collider)))
         elif isinstance(collider, SphereCollider):
             collider.project(x, x0, movable, margin, None, features=features)
         else:

@@ -30,9 +30,6 @@ import numpy as np
 from . import geometry
 from .colliders import _apply_friction, friction_coefficient
 
-# Edges whose faces meet at more than this angle (rad) are sharp: the corners where they meet keep
-# the cloth's faces off as features of their own.
-SHARP_ANGLE = np.radians(30.0)
 # Barycentric slack of the crossing test, so a path through a shared edge hits one of the two.
 _CROSS_SLACK = 1e-7
 
@@ -87,14 +84,6 @@ class MeshCollider:
         unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
         self._tri_edges = inverse.reshape(-1, 3)
         self._edge_count = len(unique)
-        self._edge_ends = np.stack([unique // n, unique % n], axis=1)
-        # the (up to) two triangles of every edge, -1 where there is one
-        order = np.argsort(inverse, kind="stable")
-        first = np.searchsorted(inverse[order], np.arange(len(unique)))
-        self._edge_tris = np.full((len(unique), 2), -1, dtype=np.int64)
-        self._edge_tris[:, 0] = order[first] // 3
-        two = counts >= 2
-        self._edge_tris[two, 1] = order[first[two] + 1] // 3
         # A triangle is part of a closed surface when each of its edges has exactly two triangles.
         self.closed = np.all(counts[self._tri_edges] == 2, axis=1)
 
@@ -134,57 +123,9 @@ class MeshCollider:
                                                np.repeat(normal[:, axis], 3), self._edge_count)
         centroid = corners.mean(axis=1)
         self._normal, self._vertex_normal, self._edge_normal = normal, vertex_normal, edge_normal
-        self._sharp_features(v, normal, vertex_normal, centroid)
         self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
         self._tree = cKDTree(centroid)
         self._geometry_of = self.vertices
-
-    def _sharp_features(self, v, normal, vertex_normal, centroid):
-        """The corners of convex edges sharper than SHARP_ANGLE (a table's corners): they can poke
-        through a cloth face between its vertices."""
-        t0, t1 = self._edge_tris[:, 0], self._edge_tris[:, 1]
-        paired = t1 >= 0
-        n0, n1 = normal[t0], normal[np.maximum(t1, 0)]
-        bent = np.einsum("ij,ij->i", n0, n1) < np.cos(SHARP_ANGLE)
-        # convex: the other triangle lies behind this one's plane
-        a = v[self._edge_ends[:, 0]]
-        convex = np.einsum("ij,ij->i", centroid[np.maximum(t1, 0)] - a, n0) < 0.0
-        sharp = paired & bent & convex & self.closed[t0]
-        ends = self._edge_ends[sharp]
-        self._corners = np.unique(ends) if len(ends) else np.zeros(0, dtype=np.int64)
-        corner_normal = vertex_normal[self._corners]
-        length = np.maximum(np.linalg.norm(corner_normal, axis=1), 1e-300)
-        self._corner_normal = corner_normal / length[:, None]
-
-    def _feature_contacts(self, x, movable, reach, triangles):
-        """Keep cloth faces off the mesh's sharp corners, in place (x: (n, 3) cloth positions)."""
-        if not len(self._corners):
-            return
-        v = self.vertices
-        if len(triangles) and len(self._corners):
-            corner = v[self._corners]
-            tc = x[triangles]
-            centre = tc.mean(axis=1)
-            radius = float(np.linalg.norm(tc - centre[:, None], axis=2).max())
-            near = np.linalg.norm(centre[None, :, :] - corner[:, None, :], axis=2) <= radius + reach
-            which, tri = np.nonzero(near)
-            if not len(which):
-                return
-            corners = triangles[tri]
-            q, bary, _ = geometry.closest_points(corner[which], *(x[corners[:, k]] for k in range(3)))
-            gap = q - corner[which]
-            dist = np.linalg.norm(gap, axis=1)
-            cn = self._corner_normal[which]
-            signed = np.einsum("ij,ij->i", gap, cn)
-            hit = ((dist < reach) | (signed < 0.0)) & np.any(movable[corners], axis=1)
-            if not np.any(hit):
-                return
-            gap, dist, cn, signed, bary, corners = (v[hit] for v in (gap, dist, cn, signed, bary, corners))
-            through = signed < 0.0
-            direction = np.where(through[:, None] | (dist <= 1e-12)[:, None], cn,
-                                 gap / np.maximum(dist, 1e-300)[:, None])
-            depth = np.where(through, reach - signed, reach - dist)
-            geometry.push_features(x, corners, bary, direction, depth, movable)
 
     def _pseudo_normal(self, tri, region):
         """(k, 3) pseudo-normal of the closest feature (face, edge or vertex) of triangles `tri`."""
@@ -240,12 +181,9 @@ class MeshCollider:
         return rows[first], q[first], dist[first], tri[first], region[first], bary[first]
 
     # -- collision ----------------------------------------------------------------------------
-    def project(self, positions, previous, movable, margin=0.0, friction=0.0, features=None,
-                sweep_from=None):
+    def project(self, positions, previous, movable, margin=0.0, friction=0.0, sweep_from=None):
         """Push particles out of the mesh and undo crossings (in place on `positions`).
 
-        features: optional model.contact_features: the cloth's triangles are then kept off the
-        mesh's sharp corners too.
         sweep_from: optional (v, 3) vertices where the collider was when the particles were at
         `previous` (the contact stage projects several times per substep); without it, where
         the last call saw it, and this call becomes the new reference."""
@@ -257,8 +195,6 @@ class MeshCollider:
         self._refresh()
         reach = self.thickness + float(margin)
         self._vertex_contacts(positions, previous, movable, reach, friction, before)
-        if features is not None:
-            self._feature_contacts(positions, movable, reach, features.triangles)
 
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement
