@@ -136,18 +136,17 @@ class ContactStage:
         for collider in sim.colliders:
             self._project(collider, x1, x0, movable, margin, features)
         if contact is not None:
-            # found where the colliders put the cloth: the passes below move it little
-            contact.candidates(x0, x1)
-            # (a pass may move a vertex out of the candidates' reach: proximity then misses a
-            # pair for this substep, which only the guarantee below must not)
+            # checked where the colliders put the cloth: the passes below move it little
+            # (a pass may still move a vertex out of the candidates' reach: proximity then misses
+            # a pair for this substep, which only the guarantee below must not)
+            contact.prepare(x0, x1)
             for _ in range(PASSES):
                 contact.separate(x1, x0)
                 for collider in sim.colliders:
                     self._project(collider, x1, x0, movable, margin, features)
         held = self._friction(x0, x1, y, movable, margin)
         if contact is not None:
-            if not contact.valid_for(x1):
-                contact.candidates(x0, x1)
+            contact.prepare(x0, x1)
             # last, so that nothing undoes it; vertices a collider holds anchor their impact zones
             # like pins, so that a zone is not pushed into the floor under a pile
             contact.untangle(x0, x1, held)

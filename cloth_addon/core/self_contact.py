@@ -2,13 +2,15 @@
 
 Per substep, with x0 the (crossing-free) start and x1 the solver's end:
 
-1. Candidates (once per substep). Vertex-triangle and edge-edge pairs that can come within the
-   gap d during the substep. Motion is split into the cloth's mean displacement, which no pair
+1. Candidates (kept over substeps while they hold). Vertex-triangle and edge-edge pairs that
+   can come within the gap d. Motion is split into the cloth's mean displacement, which no pair
    feels, and each vertex's deviation from it; two features can only meet if their bounding
-   spheres at the start are closer than d plus their deviations plus a budget for what the
-   response may still add. A k-d tree over the start positions finds them; features that
-   share a vertex are never pairs. A falling sheet (all vertices moving alike) has few
-   candidates however fast it falls.
+   spheres at the reference positions are closer than d plus both deviations. Each vertex gets
+   a budget (a few times its deviation over the substep, plus a slack); a k-d tree over the
+   reference positions finds the pairs within the budgets, and the set holds for any later
+   positions at which no vertex deviates from the reference by more than its budget (one check
+   per substep; a falling or swinging sheet keeps its set for several substeps). Features that
+   share a vertex are never pairs.
 2. Proximity (`separate`, a few passes, interleaved with the colliders by the contact stage).
    Pairs closer than d at the end are pushed apart along the side they were on at the start:
    an inelastic position projection weighted by inverse mass (Jacobi-averaged per vertex),
@@ -35,7 +37,9 @@ from . import ccd, geometry
 PASSES = 3
 # Impact-zone merges before the fall-back (vertices back at the start of the substep).
 ZONE_ROUNDS = 12
-# Candidates are found for motions this fraction of the gap beyond the current end positions.
+# A vertex's candidate budget: GROW times its deviation over the substep that found them, plus
+# SLACK times the gap, so that the set lasts a few substeps and covers what the response moves.
+GROW = 3.0
 SLACK = 0.5
 # In an impact zone, a vertex that a collider holds counts this many times its mass, so that a
 # zone landing on the floor mostly stops with it rather than being pushed into it.
@@ -90,7 +94,7 @@ class SelfContact:
         """Pairs already closer than the gap in the rest shape: the cloth's own neighbourhood,
         which proximity must not push apart (continuous detection still watches them)."""
         rest, d = self.model.rest_positions, self.distance
-        vf_p, vf_t, ea, eb = self._near(rest, np.full(len(rest), 0.5 * d))
+        vf_p, vf_t, _, ea, eb, _ = self._near(rest, np.full(len(rest), 0.5 * d))
         q, _, _ = geometry.closest_points(rest[vf_p], *(rest[self.triangles[vf_t, k]] for k in range(3)))
         close = np.linalg.norm(rest[vf_p] - q, axis=1) < d
         self._vf_excluded = np.sort(vf_p[close] * max(len(self.triangles), 1) + vf_t[close])
@@ -100,60 +104,88 @@ class SelfContact:
 
     # -- broad phase -------------------------------------------------------------------------
     def _near(self, x, reach):
-        """Vertex-triangle (p, t) and edge-edge (a < b) pairs at positions x (n, 3) whose bounding
-        spheres come within reach_p + reach_q of each other (reach: (n,) per vertex, m; a
-        feature takes its vertices' largest); pairs sharing a vertex are left out."""
+        """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
+        whose bounding spheres come within reach_p + reach_q of each other (reach: (n,) per
+        vertex, m; a feature takes its vertices' largest); gap: (k,) m, the distance between the
+        two spheres (at most the distance between any two of their points). Pairs sharing a
+        vertex are left out."""
         from scipy.spatial import cKDTree  # scipy is bundled with the extension; imported lazily
 
         tris, edges = self.triangles, self.edges
         vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
+        vf_gap = ee_gap = np.zeros(0)
         if len(tris):
             centre, radius = _spheres(x, tris)
             extra = radius + reach[tris].max(axis=1)
             vf_p, vf_t = geometry.ball_pairs(cKDTree(centre), x, reach + float(extra.max()))
-            keep = np.linalg.norm(x[vf_p] - centre[vf_t], axis=1) <= reach[vf_p] + extra[vf_t]
+            vf_gap = np.linalg.norm(x[vf_p] - centre[vf_t], axis=1) - radius[vf_t]
+            keep = vf_gap <= reach[vf_p] + extra[vf_t] - radius[vf_t]
             keep &= np.all(tris[vf_t] != vf_p[:, None], axis=1)
-            vf_p, vf_t = vf_p[keep], vf_t[keep]
+            vf_p, vf_t, vf_gap = vf_p[keep], vf_t[keep], vf_gap[keep]
         if len(edges):
             middle, half = _spheres(x, edges)
             extra = half + reach[edges].max(axis=1)
             found = cKDTree(middle).query_pairs(2.0 * float(extra.max()), output_type="ndarray")
             ea, eb = found[:, 0].astype(np.int64), found[:, 1].astype(np.int64)
             a, b = edges[ea], edges[eb]
-            keep = np.linalg.norm(middle[ea] - middle[eb], axis=1) <= extra[ea] + extra[eb]
+            ee_gap = np.linalg.norm(middle[ea] - middle[eb], axis=1) - half[ea] - half[eb]
+            keep = ee_gap <= extra[ea] + extra[eb] - half[ea] - half[eb]
             keep &= (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & (a[:, 1] != b[:, 1])
+            ee_gap = ee_gap[keep]
             ea, eb = np.minimum(ea[keep], eb[keep]), np.maximum(ea[keep], eb[keep])
-        return vf_p, vf_t, ea, eb
+        return vf_p, vf_t, vf_gap, ea, eb, ee_gap
 
     def candidates(self, x0, x1):
-        """Find this substep's candidate pairs from the start x0 and the current end x1, (n, 3) m.
+        """Find candidate pairs from the start x0 and the current end x1 of a substep, (n, 3) m.
 
-        The cloth's mass-weighted mean motion moves no pair closer; what each vertex moves apart
-        from it (its deviation) does. So two features can touch during the substep, or end
-        closer than the gap, only if their start spheres are closer than their deviations plus
-        the gap; a slack covers what the response still moves. Valid while no vertex moves more
-        than half the slack from this x1 (valid_for)."""
+        x0 becomes the reference. Each vertex's budget is GROW times its deviation from the
+        cloth's mass-weighted mean motion x0 -> x1, plus the slack; pairs whose bounding spheres
+        at x0 are closer than d plus their vertices' largest budgets are candidates. They hold for
+        any positions that `valid_for` accepts."""
         d = self.distance
-        slack = SLACK * d
-        mass = self.model.mass
-        motion = x1 - x0
-        mean = (mass[:, None] * motion).sum(axis=0) / mass.sum()
-        deviation = np.linalg.norm(motion - mean, axis=1)
-        p, t, a, b = self._near(x0, deviation + 0.5 * d + slack)
+        deviation = self._deviation(x1 - x0)
+        budget = GROW * deviation + SLACK * d
+        p, t, _, a, b, _ = self._near(x0, budget + 0.5 * d)
         tri_count, edge_count = max(len(self.triangles), 1), max(len(self.edges), 1)
-        vf, ee = p * tri_count + t, a * edge_count + b
-        self._reference, self._slack = x1.copy(), slack
-        self.vf = (p, t)
-        self.ee = (a, b)
-        self.vf_proximity = ~_member(vf, self._vf_excluded)
-        self.ee_proximity = ~_member(ee, self._ee_excluded)
+        self._reference, self._budget = x0.copy(), budget
+        self.vf, self.ee = (p, t), (a, b)
+        self._vf_tris = tris = self.triangles[t]
+        self._ee_ends = (self.edges[a], self.edges[b])
+        # the exact gap of every pair at the reference: later positions only need the features'
+        # deviations since (_spread) to bound it from below
+        q, _, _ = geometry.closest_points(x0[p], x0[tris[:, 0]], x0[tris[:, 1]], x0[tris[:, 2]])
+        self._vf_gap = np.linalg.norm(x0[p] - q, axis=1)
+        self._ee_gap = np.linalg.norm(self._edge_gaps(x0, a, b)[0], axis=1)
+        self._vf_proximity = ~_member(p * tri_count + t, self._vf_excluded)
+        self._ee_proximity = ~_member(a * edge_count + b, self._ee_excluded)
         self.stats["vf"], self.stats["ee"] = len(p), len(a)
+        self.stats["builds"] = self.stats.get("builds", 0) + 1
 
-    def valid_for(self, x1) -> bool:
-        """Whether the candidates still hold for x1 (n, 3): no vertex moved more than half the
-        slack from where they were found."""
-        moved = x1 - self._reference
-        return bool(np.einsum("ij,ij->i", moved, moved).max(initial=0.0) <= (0.5 * self._slack) ** 2)
+    def _deviation(self, motion):
+        """(n,) m: each vertex's motion (n, 3) apart from the cloth's mass-weighted mean motion."""
+        mass = self.model.mass
+        mean = (mass @ motion) / mass.sum()
+        return np.sqrt(np.einsum("ij,ij->i", motion - mean, motion - mean))
+
+    def _spread(self, x):
+        """Per feature, how far its vertices at x (n, 3) deviate from the reference at most, apart
+        from the mean motion: ((n,) vertices, (t,) triangles, (e,) edges), m."""
+        vertex = self._deviation(x - self._reference)
+        return vertex, vertex[self.triangles].max(axis=1), vertex[self.edges].max(axis=1)
+
+    def valid_for(self, x) -> bool:
+        """Whether the candidates hold at positions x (n, 3): no vertex deviates from the
+        reference, apart from the mean motion, by more than its budget. (Then two features that
+        are no pair stay further apart than the gap, at x and on any straight path between two
+        such positions.)"""
+        if getattr(self, "_reference", None) is None or len(x) != len(self._reference):
+            return False
+        return bool(np.all(self._deviation(x - self._reference) <= self._budget))
+
+    def prepare(self, x0, x1) -> None:
+        """Candidates for the substep x0 -> x1: the current ones if they hold at both, else new."""
+        if not (self.valid_for(x0) and self.valid_for(x1)):
+            self.candidates(x0, x1)
 
     # -- proximity -------------------------------------------------------------------------------
     def _edge_gaps(self, x, a, b):
@@ -168,12 +200,8 @@ class SelfContact:
         on the side they were on at x0, with friction on their relative sliding."""
         d, w = self.distance, self.model.inv_mass
         index, vectors = [], []
-        p, t = (v[self.vf_proximity] for v in self.vf)
+        p, t, a, b = self._shortlist(x)
         if len(p):
-            # bounding spheres first: most candidates are a triangle's width away
-            centre, radius = _spheres(x, self.triangles)
-            near = np.einsum("ij,ij->i", x[p] - centre[t], x[p] - centre[t]) < (radius[t] + d) ** 2
-            p, t = p[near], t[near]
             tris = self.triangles[t]
             q, bary, _ = geometry.closest_points(x[p], x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]])
             gap = x[p] - q
@@ -189,11 +217,7 @@ class SelfContact:
                 self._push(index, vectors, x, x0, np.concatenate([p[:, None], tris], axis=1),
                            np.concatenate([np.ones((len(p), 1)), -bary], axis=1), normal,
                            d - np.einsum("ij,ij->i", gap, normal), w)
-        a, b = (v[self.ee_proximity] for v in self.ee)
         if len(a):
-            middle, half = _spheres(x, self.edges)
-            near = np.linalg.norm(middle[a] - middle[b], axis=1) < half[a] + half[b] + d
-            a, b = a[near], b[near]
             gap, s, t = self._edge_gaps(x, a, b)
             dist = np.linalg.norm(gap, axis=1)
             near = dist < d
@@ -208,6 +232,16 @@ class SelfContact:
         if index:
             idx = np.concatenate(index)
             x += _scatter(idx, np.concatenate(vectors), len(x))
+
+    def _shortlist(self, x):
+        """The proximity candidates (p, t, a, b) that may be closer than the gap at x (n, 3): the
+        pair's gap at the reference, less how far both features deviated since, is below d."""
+        d = self.distance
+        vertex, triangle, edge = self._spread(x)
+        (p, t), (a, b) = self.vf, self.ee
+        near = self._vf_proximity & (self._vf_gap < d + vertex[p] + triangle[t])
+        close = self._ee_proximity & (self._ee_gap < d + edge[a] + edge[b])
+        return p[near], t[near], a[close], b[close]
 
     @staticmethod
     def _direction(gap, dist, gap0, fallback):
@@ -255,12 +289,19 @@ class SelfContact:
         tol = max(_TOUCH * self.distance, 1e-6)
         motion = x1 - x0
         groups = []
-        p, t = self.vf
+        # A pair can only touch if its gap at the reference is within what its features deviated
+        # since, at x0, plus what they move apart from the mean over the substep.
+        vertex, triangle, edge = self._spread(x0)
+        step = self._deviation(motion)
+        vertex = vertex + step
+        triangle = triangle + step[self.triangles].max(axis=1)
+        edge = edge + step[self.edges].max(axis=1)
+        (p, t), tris = self.vf, self._vf_tris
+        keep = self._vf_gap <= vertex[p] + triangle[t] + tol
         if changed is not None:
-            keep = changed[p] | changed[self.triangles[t]].any(axis=1)
-            p, t = p[keep], t[keep]
+            keep &= changed[p] | changed[tris].any(axis=1)
+        p, t, tris = p[keep], t[keep], tris[keep]
         if len(p):
-            tris = self.triangles[t]
             # A pair can only touch if its start spheres are closer than the features move
             # relative to each other (a falling sheet's own pairs move together: none).
             centre, radius = _spheres(x0, self.triangles)
@@ -271,12 +312,12 @@ class SelfContact:
                                           x1[tris[:, 1]], x0[tris[:, 2]], x1[tris[:, 2]], tol)
             hit = np.isfinite(toi)
             groups.append(np.concatenate([p[hit, None], tris[hit]], axis=1))
-        a, b = self.ee
+        (a, b), (ea, eb) = self.ee, self._ee_ends
+        keep = self._ee_gap <= edge[a] + edge[b] + tol
         if changed is not None:
-            keep = changed[self.edges[a]].any(axis=1) | changed[self.edges[b]].any(axis=1)
-            a, b = a[keep], b[keep]
+            keep &= changed[ea].any(axis=1) | changed[eb].any(axis=1)
+        a, b, ea, eb = a[keep], b[keep], ea[keep], eb[keep]
         if len(a):
-            ea, eb = self.edges[a], self.edges[b]
             middle, half = _spheres(x0, self.edges)
             # a point of either edge moves relative to edge a's first end by at most its edge's
             # largest relative end motion: the two add up
@@ -333,10 +374,13 @@ class SelfContact:
             self.stats["zones"] = int(len(np.unique(label[in_zone])))
         # fall-back: every vertex still touching, and its zone, stays at the start
         stuck = np.zeros(n, dtype=bool)
+        changed = None
         for _ in range(n):
-            touching = self._touching(x0, x1)
+            # every pair that touched has a vertex frozen since: only those need a new test
+            touching = self._touching(x0, x1, changed)
             if len(touching) == 0:
                 break
+            before = stuck.copy()
             stuck[touching.ravel()] = True
             if zone_of is not None:
                 stuck |= in_zone & np.isin(zone_of, zone_of[stuck & in_zone])
@@ -344,8 +388,10 @@ class SelfContact:
             if np.array_equal(x1[stuck], x0[stuck]):
                 break  # only pinned vertices still touch: nothing left that may move
             x1[stuck] = x0[stuck]
+            changed = stuck & ~before
             if not self.valid_for(x1):
                 self.candidates(x0, x1)
+                changed = None
         self.stats["frozen"] = int(stuck.sum())
         self.stats["rounds"] = ZONE_ROUNDS
         return int(in_zone.sum())
