@@ -177,3 +177,32 @@ def ball_pairs(tree, points, radius):
     rows = np.repeat(np.arange(len(points)), counts)
     # scipy returns one list per point; chain flattens them in C, without a Python loop body
     return rows, np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
+
+
+def sphere_pairs(points, point_radius, centres, centre_radius):
+    """(point rows (k,), centre rows (k,)) int64: the pairs whose spheres overlap,
+    |points_i - centres_j| <= point_radius_i + centre_radius_j. points (p, 3), centres (c, 3),
+    radii (p,) and (c,) m, >= 0.
+
+    A k-d tree query needs one search radius per point, so the centres are grouped by radius in
+    powers of two and each group is searched with its own largest radius: one large sphere
+    (a fast vertex) does not widen the search for all others."""
+    from scipy.spatial import cKDTree  # scipy is bundled with the extension; imported lazily
+
+    top = float(centre_radius.max(initial=0.0))
+    if len(points) == 0 or len(centres) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    level = np.zeros(len(centres), dtype=np.int64)
+    if top > 0.0:
+        level = np.floor(np.log2(np.maximum(centre_radius, top / 64.0) / top)).astype(np.int64)
+    rows, cols = [], []
+    for value in np.unique(level):  # at most seven groups
+        members = np.flatnonzero(level == value)
+        i, j = ball_pairs(cKDTree(centres[members]), points,
+                          point_radius + float(centre_radius[members].max()))
+        j = members[j]
+        offset = points[i] - centres[j]
+        keep = np.einsum("ij,ij->i", offset, offset) <= (point_radius[i] + centre_radius[j]) ** 2
+        rows.append(i[keep])
+        cols.append(j[keep])
+    return np.concatenate(rows), np.concatenate(cols)

@@ -40,7 +40,10 @@ ZONE_ROUNDS = 12
 # A vertex's candidate budget: GROW times its deviation over the substep that found them, plus
 # SLACK times the gap, so that the set lasts a few substeps and covers what the response moves.
 GROW = 3.0
-SLACK = 0.5
+SLACK = 0.25
+# The candidates are found afresh when more than this fraction of the vertices outrun their
+# budgets at once (rather than growing the budgets of those).
+REBUILD = 0.25
 # In an impact zone, a vertex that a collider holds counts this many times its mass, so that a
 # zone landing on the floor mostly stops with it rather than being pushed into it.
 HELD_WEIGHT = 20.0
@@ -94,72 +97,88 @@ class SelfContact:
         """Pairs already closer than the gap in the rest shape: the cloth's own neighbourhood,
         which proximity must not push apart (continuous detection still watches them)."""
         rest, d = self.model.rest_positions, self.distance
-        vf_p, vf_t, _, ea, eb, _ = self._near(rest, np.full(len(rest), 0.5 * d))
-        q, _, _ = geometry.closest_points(rest[vf_p], *(rest[self.triangles[vf_t, k]] for k in range(3)))
-        close = np.linalg.norm(rest[vf_p] - q, axis=1) < d
+        vf_p, vf_t, vf_gap, ea, eb, ee_gap = self._near(rest, np.full(len(rest), 0.5 * d))
+        close = vf_gap < d
         self._vf_excluded = np.sort(vf_p[close] * max(len(self.triangles), 1) + vf_t[close])
-        gap = self._edge_gaps(rest, ea, eb)[0]
-        close = np.linalg.norm(gap, axis=1) < d
+        close = ee_gap < d
         self._ee_excluded = np.sort(ea[close] * max(len(self.edges), 1) + eb[close])
 
     # -- broad phase -------------------------------------------------------------------------
-    def _near(self, x, reach):
+    def _near(self, x, reach, moved=None):
         """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
-        whose bounding spheres come within reach_p + reach_q of each other (reach: (n,) per
-        vertex, m; a feature takes its vertices' largest); gap: (k,) m, the distance between the
-        two spheres (at most the distance between any two of their points). Pairs sharing a
-        vertex are left out."""
-        from scipy.spatial import cKDTree  # scipy is bundled with the extension; imported lazily
-
+        closer than reach_p + reach_q (reach: (n,) m per vertex; a feature takes its vertices'
+        largest); gap: (k,) m, the exact distance between the two features. Pairs sharing a
+        vertex are left out. moved: optional (n,) bool, only pairs with one of these vertices."""
         tris, edges = self.triangles, self.edges
         vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
         vf_gap = ee_gap = np.zeros(0)
         if len(tris):
             centre, radius = _spheres(x, tris)
-            extra = radius + reach[tris].max(axis=1)
-            vf_p, vf_t = geometry.ball_pairs(cKDTree(centre), x, reach + float(extra.max()))
-            vf_gap = np.linalg.norm(x[vf_p] - centre[vf_t], axis=1) - radius[vf_t]
-            keep = vf_gap <= reach[vf_p] + extra[vf_t] - radius[vf_t]
-            keep &= np.all(tris[vf_t] != vf_p[:, None], axis=1)
+            tri_reach = reach[tris].max(axis=1)
+            if moved is None:
+                vf_p, vf_t = geometry.sphere_pairs(x, reach, centre, radius + tri_reach)
+            else:
+                # moved vertices against every triangle, and every vertex against moved triangles
+                rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
+                p1, t1 = geometry.sphere_pairs(x[rows], reach[rows], centre, radius + tri_reach)
+                p2, t2 = geometry.sphere_pairs(x, reach, centre[hit], radius[hit] + tri_reach[hit])
+                key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
+                vf_p, vf_t = key // len(tris), key % len(tris)
+            keep = np.all(tris[vf_t] != vf_p[:, None], axis=1)
+            vf_p, vf_t = vf_p[keep], vf_t[keep]
+            corners = tris[vf_t]
+            q, _, _ = geometry.closest_points(x[vf_p], x[corners[:, 0]], x[corners[:, 1]], x[corners[:, 2]])
+            vf_gap = np.linalg.norm(x[vf_p] - q, axis=1)
+            keep = vf_gap <= reach[vf_p] + tri_reach[vf_t]
             vf_p, vf_t, vf_gap = vf_p[keep], vf_t[keep], vf_gap[keep]
         if len(edges):
             middle, half = _spheres(x, edges)
-            extra = half + reach[edges].max(axis=1)
-            found = cKDTree(middle).query_pairs(2.0 * float(extra.max()), output_type="ndarray")
-            ea, eb = found[:, 0].astype(np.int64), found[:, 1].astype(np.int64)
+            extent = half + reach[edges].max(axis=1)
+            rows = np.arange(len(edges)) if moved is None else np.flatnonzero(moved[edges].any(axis=1))
+            ea, eb = geometry.sphere_pairs(middle[rows], extent[rows], middle, extent)
+            ea = rows[ea]
+            if moved is not None:  # a pair of two moved edges is found from both ends
+                key = np.unique(np.minimum(ea, eb) * len(edges) + np.maximum(ea, eb))
+                ea, eb = key // len(edges), key % len(edges)
             a, b = edges[ea], edges[eb]
-            ee_gap = np.linalg.norm(middle[ea] - middle[eb], axis=1) - half[ea] - half[eb]
-            keep = ee_gap <= extra[ea] + extra[eb] - half[ea] - half[eb]
-            keep &= (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & (a[:, 1] != b[:, 1])
-            ee_gap = ee_gap[keep]
-            ea, eb = np.minimum(ea[keep], eb[keep]), np.maximum(ea[keep], eb[keep])
+            keep = (ea < eb) & (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & \
+                (a[:, 1] != b[:, 1])
+            ea, eb = ea[keep], eb[keep]
+            ee_gap = np.linalg.norm(self._edge_gaps(x, ea, eb)[0], axis=1)
+            keep = ee_gap <= extent[ea] - half[ea] + extent[eb] - half[eb]
+            ea, eb, ee_gap = ea[keep], eb[keep], ee_gap[keep]
         return vf_p, vf_t, vf_gap, ea, eb, ee_gap
 
     def candidates(self, x0, x1):
-        """Find candidate pairs from the start x0 and the current end x1 of a substep, (n, 3) m.
+        """Find candidate pairs afresh from the start x0 and the current end x1 of a substep,
+        (n, 3) m.
 
         x0 becomes the reference. Each vertex's budget is GROW times its deviation from the
-        cloth's mass-weighted mean motion x0 -> x1, plus the slack; pairs whose bounding spheres
-        at x0 are closer than d plus their vertices' largest budgets are candidates. They hold for
-        any positions that `valid_for` accepts."""
+        cloth's mass-weighted mean motion x0 -> x1, plus the slack; pairs closer at x0 than d
+        plus their vertices' largest budgets are candidates, with their exact gaps at x0 (later
+        positions only need the features' deviations since, _spread, to bound a gap from below).
+        They hold for any positions at which no vertex deviates by more than its budget (`cover`
+        checks, and grows the budgets that a vertex outruns)."""
         d = self.distance
-        deviation = self._deviation(x1 - x0)
-        budget = GROW * deviation + SLACK * d
-        p, t, _, a, b, _ = self._near(x0, budget + 0.5 * d)
-        tri_count, edge_count = max(len(self.triangles), 1), max(len(self.edges), 1)
+        budget = GROW * self._deviation(x1 - x0) + SLACK * d
         self._reference, self._budget = x0.copy(), budget
-        self.vf, self.ee = (p, t), (a, b)
-        self._vf_tris = tris = self.triangles[t]
-        self._ee_ends = (self.edges[a], self.edges[b])
-        # the exact gap of every pair at the reference: later positions only need the features'
-        # deviations since (_spread) to bound it from below
-        q, _, _ = geometry.closest_points(x0[p], x0[tris[:, 0]], x0[tris[:, 1]], x0[tris[:, 2]])
-        self._vf_gap = np.linalg.norm(x0[p] - q, axis=1)
-        self._ee_gap = np.linalg.norm(self._edge_gaps(x0, a, b)[0], axis=1)
-        self._vf_proximity = ~_member(p * tri_count + t, self._vf_excluded)
-        self._ee_proximity = ~_member(a * edge_count + b, self._ee_excluded)
-        self.stats["vf"], self.stats["ee"] = len(p), len(a)
+        self._add(*self._near(x0, budget + 0.5 * d), fresh=True)
+        self._built = len(self.vf[0]) + len(self.ee[0])
         self.stats["builds"] = self.stats.get("builds", 0) + 1
+
+    def _add(self, p, t, vf_gap, a, b, ee_gap, fresh=False):
+        """Append candidate pairs, with what the tests need of them."""
+        vf_proximity = ~_member(p * max(len(self.triangles), 1) + t, self._vf_excluded)
+        ee_proximity = ~_member(a * max(len(self.edges), 1) + b, self._ee_excluded)
+        for name, values in (("_vf_p", p), ("_vf_t", t), ("_vf_gap", vf_gap), ("_vf_tris", self.triangles[t]),
+                             ("_vf_proximity", vf_proximity), ("_ee_a", a), ("_ee_b", b), ("_ee_gap", ee_gap),
+                             ("_ee_a_ends", self.edges[a]), ("_ee_b_ends", self.edges[b]),
+                             ("_ee_proximity", ee_proximity)):
+            old = getattr(self, name, None)
+            setattr(self, name, values if old is None or fresh else np.concatenate([old, values]))
+        self.vf, self.ee = (self._vf_p, self._vf_t), (self._ee_a, self._ee_b)
+        self._ee_ends = (self._ee_a_ends, self._ee_b_ends)
+        self.stats["vf"], self.stats["ee"] = len(self._vf_p), len(self._ee_a)
 
     def _deviation(self, motion):
         """(n,) m: each vertex's motion (n, 3) apart from the cloth's mass-weighted mean motion."""
@@ -173,19 +192,46 @@ class SelfContact:
         vertex = self._deviation(x - self._reference)
         return vertex, vertex[self.triangles].max(axis=1), vertex[self.edges].max(axis=1)
 
+    def cover(self, x0, x) -> bool:
+        """Make the candidates hold at positions x (n, 3) of the substep that starts at x0: two
+        features that are no pair are then further apart than the gap at x, and on any straight
+        path between two positions covered since the last build. A vertex that deviated from the
+        reference by more than its budget gets a larger one, and the pairs that this brings
+        within reach are added; when many vertices need that, or the set has grown a lot, it is
+        built afresh. Returns whether pairs were added."""
+        reference = getattr(self, "_reference", None)
+        if reference is None or len(x) != len(reference):
+            self.candidates(x0, x)
+            return True
+        deviation = self._deviation(x - reference)
+        over = deviation > self._budget
+        if not over.any():
+            return False
+        if over.sum() > REBUILD * len(x) or len(self.vf[0]) + len(self.ee[0]) > 2 * self._built + 1000:
+            self.candidates(x0, x)
+            return True
+        d = self.distance
+        before = self._budget + 0.5 * d
+        self._budget = np.where(over, GROW * deviation + SLACK * d, self._budget)
+        after = self._budget + 0.5 * d
+        p, t, vf_gap, a, b, ee_gap = self._near(reference, after, over)
+        # only the pairs that were out of reach before are new
+        new = vf_gap > before[p] + before[self.triangles[t]].max(axis=1)
+        fresh = ee_gap > before[self.edges[a]].max(axis=1) + before[self.edges[b]].max(axis=1)
+        self._add(p[new], t[new], vf_gap[new], a[fresh], b[fresh], ee_gap[fresh])
+        self.stats["grown"] = self.stats.get("grown", 0) + 1
+        return True
+
     def valid_for(self, x) -> bool:
-        """Whether the candidates hold at positions x (n, 3): no vertex deviates from the
-        reference, apart from the mean motion, by more than its budget. (Then two features that
-        are no pair stay further apart than the gap, at x and on any straight path between two
-        such positions.)"""
+        """Whether the candidates hold at positions x (n, 3) as they are."""
         if getattr(self, "_reference", None) is None or len(x) != len(self._reference):
             return False
         return bool(np.all(self._deviation(x - self._reference) <= self._budget))
 
     def prepare(self, x0, x1) -> None:
-        """Candidates for the substep x0 -> x1: the current ones if they hold at both, else new."""
-        if not (self.valid_for(x0) and self.valid_for(x1)):
-            self.candidates(x0, x1)
+        """Candidates that hold for the substep x0 -> x1."""
+        self.cover(x0, x0)
+        self.cover(x0, x1)
 
     # -- proximity -------------------------------------------------------------------------------
     def _edge_gaps(self, x, a, b):
@@ -200,6 +246,7 @@ class SelfContact:
         on the side they were on at x0, with friction on their relative sliding."""
         d, w = self.distance, self.model.inv_mass
         index, vectors = [], []
+        self.cover(x0, x)
         p, t, a, b = self._shortlist(x)
         if len(p):
             tris = self.triangles[t]
@@ -368,8 +415,7 @@ class SelfContact:
             changed = np.any(x1 != before, axis=1)
             if not changed.any():
                 break  # the zones cannot move any other way (their anchors disagree): fall back
-            if not self.valid_for(x1):  # a zone moved out of the candidates' reach
-                self.candidates(x0, x1)
+            if self.cover(x0, x1):  # a zone moved out of the candidates' reach
                 changed = None
             self.stats["zones"] = int(len(np.unique(label[in_zone])))
         # fall-back: every vertex still touching, and its zone, stays at the start
@@ -389,8 +435,7 @@ class SelfContact:
                 break  # only pinned vertices still touch: nothing left that may move
             x1[stuck] = x0[stuck]
             changed = stuck & ~before
-            if not self.valid_for(x1):
-                self.candidates(x0, x1)
+            if self.cover(x0, x1):
                 changed = None
         self.stats["frozen"] = int(stuck.sum())
         self.stats["rounds"] = ZONE_ROUNDS

@@ -150,3 +150,50 @@ def test_curtain_hit_by_a_moving_ball_keeps_out_of_it_in_every_frame(solver):
     assert np.all(np.isfinite(runs[-1]))
     again = [x for _, x, _ in curtain_and_ball(solver, frames=12)]
     assert np.array_equal(again[-1], runs[11]), "deterministic"
+
+
+def _close_pairs(x, edges, triangles, d):
+    """Brute force: every vertex-triangle and edge-edge pair sharing no vertex closer than d at x."""
+    from cloth_addon.core.geometry import closest_points, segment_closest
+
+    p, t = np.meshgrid(np.arange(len(x)), np.arange(len(triangles)), indexing="ij")
+    p, t = p.ravel(), t.ravel()
+    keep = np.all(triangles[t] != p[:, None], axis=1)
+    p, t = p[keep], t[keep]
+    q, _, _ = closest_points(x[p], *(x[triangles[t, k]] for k in range(3)))
+    near = np.linalg.norm(x[p] - q, axis=1) < d
+    vf = set(zip(p[near].tolist(), t[near].tolist(), strict=True))
+    a, b = np.triu_indices(len(edges), 1)
+    ea, eb = edges[a], edges[b]
+    keep = (ea[:, :, None] != eb[:, None, :]).all(axis=(1, 2))
+    a, b, ea, eb = a[keep], b[keep], ea[keep], eb[keep]
+    s, r = segment_closest(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
+    on_a = x[ea[:, 0]] + s[:, None] * (x[ea[:, 1]] - x[ea[:, 0]])
+    gap = on_a - (x[eb[:, 0]] + r[:, None] * (x[eb[:, 1]] - x[eb[:, 0]]))
+    near = np.linalg.norm(gap, axis=1) < d
+    return vf, set(zip(a[near].tolist(), b[near].tolist(), strict=True))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_candidates_kept_over_substeps_cover_every_close_pair(seed):
+    """The broad phase is reused while it holds and grown where a vertex outruns its budget: a
+    corner of a still sheet is lifted, carried over the sheet and lowered onto it; at every step
+    each pair closer than the gap is a candidate."""
+    rng = np.random.default_rng(seed)
+    vertices, faces, index = make_grid(10, 10, 0.3, "xy")
+    contact = SelfContact(Simulation(vertices, faces).model, 0.02, 0.0)
+    features = contact.model.contact_features
+    corner = index[-3:, -3:].ravel()
+    x0 = vertices.copy()
+    contact.candidates(x0, x0)
+    for step in range(16):
+        x1 = x0.copy()
+        x1[corner] += (-0.012, -0.012, 0.01 if step < 3 else -0.0055)
+        x1[corner] += rng.normal(0.0, 0.001, (len(corner), 3))
+        x1 += rng.normal(0.0, 0.0002, x1.shape)
+        contact.prepare(x0, x1)
+        vf, ee = _close_pairs(x1, features.edges, features.triangles, contact.distance)
+        assert vf <= set(zip(*(v.tolist() for v in contact.vf), strict=True))
+        assert ee <= set(zip(*(v.tolist() for v in contact.ee), strict=True))
+        x0 = x1
+    assert contact.stats["grown"] > 3  # growth was exercised, not only fresh builds
