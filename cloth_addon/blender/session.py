@@ -121,11 +121,9 @@ class ClothSession:
     def reset(self, matrices=None) -> None:
         """Back to rest at the start frame; with the members' matrices, the rest shapes where the
         objects are now."""
-        self.sim.reset()
         self.mesh_colliders.clear()  # else a collider would seem to jump from the last frame to the first
         rest = self.cache[self.frame_start] if matrices is None else self.targets(matrices)
-        if matrices is not None:
-            self.sim.state = core.ClothState(rest.copy(), rest.copy(), None)
+        self.sim.reset(rest if matrices is not None else None)
         self.cache = {self.frame_start: rest}
         self.last_frame = self.frame_start
         self.last_targets = rest[self.anchors]

@@ -53,13 +53,14 @@ def cubic_roots(c, scale):
     # critical points: roots of c1 + 2 c2 t + 3 c3 t^2, clipped to [0, 1]
     a, b, cc = 3.0 * c[:, 3], 2.0 * c[:, 2], c[:, 1]
     crit = np.full((k, 2), 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         disc = b * b - 4.0 * a * cc
         sq = np.sqrt(np.maximum(disc, 0.0))
-        quadratic = np.abs(a) > 1e-300
-        r1 = np.where(quadratic, (-b - sq) / (2.0 * a), -cc / b)
-        r2 = np.where(quadratic, (-b + sq) / (2.0 * a), np.nan)
-        real = (disc >= 0.0) | ~quadratic
+        # q / a and cc / q (Numerical Recipes 5.6): no cancellation when a is tiny next to b,
+        # where (-b +- sq) / 2a loses the root near -cc / b (a nearly linear motion)
+        q = -0.5 * (b + np.where(b < 0.0, -sq, sq))
+        r1, r2 = q / a, cc / q
+        real = disc >= 0.0
         r1 = np.where(real & np.isfinite(r1), r1, 1.0)
         r2 = np.where(real & np.isfinite(r2), r2, 1.0)
     crit[:, 0], crit[:, 1] = np.clip(r1, 0.0, 1.0), np.clip(r2, 0.0, 1.0)

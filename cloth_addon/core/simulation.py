@@ -26,6 +26,9 @@ from .topology import SEWING
 # fall for an hour is at 6e7 m), or an untorn cloth grown to this many times its rest size.
 DIVERGENCE_LIMIT = 1e9
 STRETCH_LIMIT = 1e3
+# Size of the imperfection given to a fresh state (Simulation._add_imperfection), as a fraction
+# of the median edge length: far below anything visible or measurable, enough to break symmetry.
+IMPERFECTION = 1e-6
 
 # Settings read afresh every step, and settings baked into the model.
 LIVE_FIELDS = {"gravity", "wind", "air_drag", "air_lift", "friction", "collision_distance",
@@ -156,15 +159,23 @@ class Simulation:
             self.solver.set_active(~self._torn)
 
     # -- state -----------------------------------------------------------------------------
-    def reset(self) -> None:
-        """Back to the rest shape, at rest, nothing torn, frame 0 (time 0)."""
+    def reset(self, start=None) -> None:
+        """Back to the rest shape (or to start: (n, 3) m), at rest, nothing torn, frame 0 (time 0).
+
+        Unlike setting `state`, a reset lets the first step with self-collision give the cloth its
+        imperfection (_add_imperfection)."""
         rest = self.model.rest_positions
+        if start is not None:
+            rest = np.array(start, dtype=np.float64)
+            if rest.shape != (self.model.n_particles, 3) or not np.all(np.isfinite(rest)):
+                raise ValueError(f"reset start must be finite with shape ({self.model.n_particles}, 3)")
         self._x = rest.copy()
         self._x_prev = rest.copy()
         self._torn = np.zeros(self.model.n_springs, dtype=bool)
         self._pin_targets = rest[self.model.pinned_indices].copy()
         self.solver.set_active(~self._torn)
         self.frame = 0
+        self._imperfect = False
 
     @property
     def time(self) -> float:
@@ -203,6 +214,7 @@ class Simulation:
         self._x, self._x_prev, self._torn = x, prev, torn
         self._pin_targets = x[self.model.pinned_indices].copy()
         self.solver.set_active(~self._torn)
+        self._imperfect = True  # a state given is taken as it is
 
     def move_pins(self, targets) -> None:
         """Where pinned particles must be at the end of the next frame, m, world space.
@@ -234,6 +246,8 @@ class Simulation:
         pinned = model.pinned_indices
         start = self._x[pinned].copy()
         x, x_prev = self._x.copy(), self._x_prev.copy()
+        if not self._imperfect and settings.self_collision:
+            self._add_imperfection(x, x_prev)
         contact = self.contact
         contact.begin_frame(substeps)
         for sub in range(1, substeps + 1):
@@ -255,6 +269,27 @@ class Simulation:
                 self._tear(x)
         self._check_diverged(x)
         self._x, self._x_prev = x, x_prev
+
+    def _add_imperfection(self, x, x_prev) -> None:
+        """Displace the free particles by a fixed pseudo-random IMPERFECTION x the median edge
+        length (no velocity), in place on x and x_prev (n, 3): once, at the first step after a
+        reset with self-collision on.
+
+        A perfectly flat sheet compressed in its own plane (a hanging strip landing on the floor,
+        a curtain lowered onto it) has nothing to buckle it: gravity and the springs never push
+        a particle out of the plane, so it collapses in-plane, through itself, instead of folding
+        (self-contact then has to hold every row apart). Real cloth is never that flat;
+        nanometres suffice to let the buckling instability grow. Only with self-collision, where
+        folding is what the user asked to see: elsewhere it would also tip the unstable balances
+        that scripted scenes may rely on (a sheet hanging centred on a ball)."""
+        self._imperfect = True
+        free = self.model.inv_mass > 0.0
+        if not free.any() or not self.model.n_springs:
+            return
+        rng = np.random.default_rng(self.model.n_particles)
+        offset = IMPERFECTION * self.model.median_edge_length * rng.standard_normal((int(free.sum()), 3))
+        x[free] += offset
+        x_prev[free] += offset
 
     def _check_diverged(self, x) -> None:
         """Raise SimulationDiverged instead of accepting garbage; the state stays as it was."""

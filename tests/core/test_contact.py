@@ -5,7 +5,7 @@ import pytest
 from test_self_collision import edge_triangle_crossings
 
 from cloth_addon.core import ClothPart, MeshCollider, PlaneCollider, Settings, Simulation
-from cloth_addon.core.ccd import edge_edge_toi, vertex_triangle_toi
+from cloth_addon.core.ccd import cubic_roots, edge_edge_toi, vertex_triangle_toi
 from cloth_addon.core.geometry import closest_points, segment_closest, segment_triangle_hits
 from cloth_addon.core.scenes import grid as make_grid
 from cloth_addon.core.self_contact import SelfContact
@@ -72,6 +72,16 @@ def test_vertex_triangle_time_of_impact_matches_sampling():
 
 def test_edge_edge_time_of_impact_matches_sampling():
     _toi_against_sampling(edge_edge_toi, _edge_edge_gap, 8)
+
+
+def test_cubic_roots_of_an_all_but_quadratic_cubic():
+    """Two edges turning in one plane, from a pile on a floor: the cubic term is 1e-17 of the
+    others, where the textbook formula for the critical points cancels to nothing and both
+    touches were missed."""
+    c = np.array([[-3.82778059e-07, 2.31194153e-06, -1.96233715e-06, -3.53961074e-23]])
+    expected = np.sort(np.roots(c[0, 2::-1]).real)  # the quadratic the cubic all but is
+    roots = cubic_roots(c, np.array([1e-15]))
+    np.testing.assert_allclose(np.sort(roots[np.isfinite(roots)]), expected, atol=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(4))
