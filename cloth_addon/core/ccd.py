@@ -13,8 +13,10 @@ meet, within `tolerance`. The earliest such root is the time of impact.
 The roots are found without a Python loop over pairs: [0, 1] is cut at the cubic's critical
 points into at most three intervals on which f is monotone, and every interval whose ends have
 opposite signs (or touch zero) is bisected for all pairs at once. A pair whose four points stay
-coplanar through the whole substep (f identically zero: a flat sheet sliding in its own plane)
-has no isolated root; it is checked at the start, middle and end instead.
+coplanar within the tolerance through the whole substep (f all but zero: a flat sheet sliding in
+its own plane, layers pressed onto a floor) can touch without a root of f: it is also checked
+when a point crosses the line of an edge within the plane (a quadratic), and at the start,
+middle and end.
 """
 
 import numpy as np
@@ -105,18 +107,51 @@ def _scale(*vectors):
     return np.max([np.abs(v).max(axis=1) for v in vectors], axis=0)
 
 
-def _earliest_touch(u0, du, v0, dv, w0, dw, tolerance, gap_at):
+def _in_plane_times(point0, point1, a0, a1, b0, b1, normal, length, tolerance):
+    """(k, 3) times in [0, 1] (NaN-padded) at which a point crosses the line through a, b within
+    the plane whose unit normal is given: roots of the quadratic ((b - a) x (point - a)) . normal.
+    All arrays (k, 3) except length (k,), m."""
+    e0, de = b0 - a0, (b1 - a1) - (b0 - a0)
+    r0, dr = point0 - a0, (point1 - a1) - (point0 - a0)
+    coeff = np.stack([_dot(np.cross(e0, r0), normal),
+                      _dot(np.cross(e0, dr) + np.cross(de, r0), normal),
+                      _dot(np.cross(de, dr), normal), np.zeros(len(e0))], axis=1)
+    return cubic_roots(coeff, tolerance * length)
+
+
+def _plane_normal(*vectors):
+    """(k, 3) unit normal of the plane the given (k, 3) directions nearly lie in: the largest of
+    their pairwise cross products."""
+    crosses = np.stack([np.cross(u, v) for i, u in enumerate(vectors) for v in vectors[i + 1:]], axis=1)
+    norms = np.linalg.norm(crosses, axis=2)
+    best = crosses[np.arange(len(crosses)), norms.argmax(axis=1)]
+    return best / np.maximum(norms.max(axis=1), 1e-300)[:, None]
+
+
+def _earliest_touch(u0, du, v0, dv, w0, dw, tolerance, gap_at, in_plane):
     """(k,) earliest root of the coplanarity cubic at which gap_at(rows, t) (the (r, 3) vector
-    between the closest points then) is within tolerance; NaN where there is none."""
+    between the closest points then) is within tolerance; NaN where there is none.
+
+    Pairs whose four points stay coplanar within the tolerance all along (a flat sheet sliding in
+    its own plane, layers pressed flat onto a floor) touch where the cubic need not have a root:
+    for those, in_plane(rows, normal, length) adds (r, m) candidate times, when a point crosses
+    the line of an edge within that plane, and the start, middle and end are tried too."""
     coeff = cubic_coefficients(u0, du, v0, dv, w0, dw)
     length = _scale(u0, v0, w0, u0 + du, v0 + dv, w0 + dw) + 1e-30
     # f is a volume (length^3): zero within the tolerance of a touch
     scale = tolerance * length * length
     roots = cubic_roots(coeff, scale)
-    flat = np.all(np.abs(coeff) <= scale[:, None], axis=1)
-    roots[flat] = np.array([0.0, 0.5, 1.0])
+    flat = np.flatnonzero(np.all(np.abs(coeff) <= scale[:, None], axis=1))
+    if len(flat):
+        normal = _plane_normal(u0[flat], v0[flat], w0[flat], u0[flat] + du[flat], v0[flat] + dv[flat])
+        # the cubic's own roots stay: points all but on one line have no plane of their own
+        times = np.concatenate([roots[flat], np.tile([0.0, 0.5, 1.0], (len(flat), 1)),
+                                in_plane(flat, normal, length[flat])], axis=1)
+        times.sort(axis=1)  # NaN last
+        roots = np.concatenate([roots, np.full((len(roots), times.shape[1] - 3), np.nan)], axis=1)
+        roots[flat] = times
     best = np.full(len(u0), np.nan)
-    for column in range(3):
+    for column in range(roots.shape[1]):
         t = roots[:, column]
         rows = np.flatnonzero(np.isfinite(t) & ~(best <= t))
         if not len(rows):
@@ -140,7 +175,14 @@ def vertex_triangle_toi(p0, p1, a0, a1, b0, b1, c0, c1, tolerance):
                                  _at(c0[rows], c1[rows], t))
         return p - q
 
-    return _earliest_touch(u0, (b1 - a1) - u0, v0, (c1 - a1) - v0, w0, (p1 - a1) - w0, tolerance, gap_at)
+    def in_plane(rows, normal, length):
+        p = (p0[rows], p1[rows])
+        corners = [(a0[rows], a1[rows]), (b0[rows], b1[rows]), (c0[rows], c1[rows])]
+        return np.concatenate([_in_plane_times(*p, *corners[k], *corners[(k + 1) % 3], normal, length,
+                                               tolerance) for k in range(3)], axis=1)
+
+    return _earliest_touch(u0, (b1 - a1) - u0, v0, (c1 - a1) - v0, w0, (p1 - a1) - w0, tolerance, gap_at,
+                           in_plane)
 
 
 def edge_edge_toi(p10, p11, q10, q11, p20, p21, q20, q21, tolerance):
@@ -155,5 +197,12 @@ def edge_edge_toi(p10, p11, q10, q11, p20, p21, q20, q21, tolerance):
         s, r = segment_closest(a, b, c, d)
         return (a + s[:, None] * (b - a)) - (c + r[:, None] * (d - c))
 
+    def in_plane(rows, normal, length):
+        first = (p10[rows], p11[rows]), (q10[rows], q11[rows])
+        second = (p20[rows], p21[rows]), (q20[rows], q21[rows])
+        return np.concatenate([_in_plane_times(*point, *line[0], *line[1], normal, length, tolerance)
+                               for point, line in [(first[0], second), (first[1], second),
+                                                   (second[0], first), (second[1], first)]], axis=1)
+
     return _earliest_touch(u0, (q11 - p11) - u0, v0, (q21 - p21) - v0, w0, (p21 - p11) - w0,
-                           tolerance, gap_at)
+                           tolerance, gap_at, in_plane)

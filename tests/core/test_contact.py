@@ -250,3 +250,16 @@ def test_strip_piles_up_on_the_floor_in_layers(solver):
         assert crossings(sim) == 0, frame
     assert sim.positions[:, 2].max() > 0.05, "the pile keeps its layers' height"
     assert sim.positions[:, 2].max() < 0.6, "it fell"
+
+
+def test_edges_crossing_in_a_plane_are_found():
+    """Two edges lying flat (a floor) that sweep through each other within their plane: the
+    coplanarity cubic vanishes all along, the touch is where an end crosses the other edge."""
+    p10, q10 = np.array([[0.0, 0.0, 0.0]]), np.array([[1.0, 0.0, 0.0]])
+    p20, q20 = np.array([[0.5, 0.2, 0.0]]), np.array([[0.5, 0.6, 0.0]])
+    down = np.array([[0.0, -0.5, 0.0]])  # the second edge slides across the first by 0.5 m
+    toi = edge_edge_toi(p10, p10, q10, q10, p20, p20 + down, q20, q20 + down, 1e-6)
+    np.testing.assert_allclose(toi, 0.4, atol=1e-6)  # when its lower end reaches the first edge
+    flat = vertex_triangle_toi(np.array([[0.2, -0.3, 0.0]]), np.array([[0.2, 0.5, 0.0]]),
+                               np.zeros((1, 3)), np.zeros((1, 3)), q10, q10, q20, q20, 1e-6)
+    assert np.isfinite(flat[0]) and 0.3 < flat[0] < 0.5  # the vertex enters the triangle in-plane
