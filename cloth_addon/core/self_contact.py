@@ -212,7 +212,9 @@ class SelfContact:
             return True
         d = self.distance
         before = self._budget + 0.5 * d
-        self._budget = np.where(over, GROW * deviation + SLACK * d, self._budget)
+        # at least doubled: a vertex that keeps outrunning its budget is not grown every substep
+        self._budget = np.where(over, np.maximum(GROW * deviation + SLACK * d, 2.0 * self._budget),
+                                self._budget)
         after = self._budget + 0.5 * d
         p, t, vf_gap, a, b, ee_gap = self._near(reference, after, over)
         # only the pairs that were out of reach before are new
@@ -246,7 +248,6 @@ class SelfContact:
         on the side they were on at x0, with friction on their relative sliding."""
         d, w = self.distance, self.model.inv_mass
         index, vectors = [], []
-        self.cover(x0, x)
         p, t, a, b = self._shortlist(x)
         if len(p):
             tris = self.triangles[t]
