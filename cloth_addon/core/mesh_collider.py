@@ -30,6 +30,11 @@ import numpy as np
 from . import geometry
 from .colliders import _apply_friction, friction_coefficient
 
+# Meshes of up to this many triangles are paired with particles by testing every pair (one array
+# operation); larger ones through the centroid tree first. A box's few triangles are so large that
+# the tree would pair nearly every particle with all of them anyway.
+_DENSE_TRIANGLES = 64
+
 # Barycentric slack of the crossing test, so a path through a shared edge hits one of the two.
 _CROSS_SLACK = 1e-7
 
@@ -73,6 +78,7 @@ class MeshCollider:
         self.vertices = vertices
         self.previous_vertices = vertices  # where the last project() saw the collider
         self._geometry_of = None
+        self._cache = None  # MeshCollider.prepare's candidates
 
     # -- topology (fixed) -----------------------------------------------------------------
     def _topology(self):
@@ -90,7 +96,11 @@ class MeshCollider:
     # -- moving ---------------------------------------------------------------------------
     def update(self, vertices) -> None:
         """Move or deform the collider: (v, 3) new vertex positions, same topology, m."""
-        self.vertices = _as_vertices(vertices, len(self.vertices))
+        vertices = _as_vertices(vertices, len(self.vertices))
+        # Same positions keep the same array: everything that compares identities (the per-geometry
+        # data, the contact stage's sweep, the candidate cache) then knows the collider stood still.
+        if not np.array_equal(vertices, self.vertices):
+            self.vertices = vertices
 
     def _refresh(self):
         """Per-geometry data (normals, pseudo-normals, centroid tree), rebuilt when vertices change."""
@@ -125,6 +135,10 @@ class MeshCollider:
         self._normal, self._vertex_normal, self._edge_normal = normal, vertex_normal, edge_normal
         self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
         self._tree = cKDTree(centroid)
+        self._lo, self._hi = corners.min(axis=1), corners.max(axis=1)
+        self._offset = np.einsum("ij,ij->i", normal, corners[:, 0])
+        closed = corners[self.closed].reshape(-1, 3)
+        self._closed_box = (closed.min(axis=0), closed.max(axis=0)) if len(closed) else None
         self._geometry_of = self.vertices
 
     def _pseudo_normal(self, tri, region):
@@ -181,6 +195,27 @@ class MeshCollider:
         return rows[first], q[first], dist[first], tri[first], region[first], bary[first]
 
     # -- collision ----------------------------------------------------------------------------
+    def prepare(self, positions, radius, movable, sweep_from=None) -> None:
+        """Remember the triangles near each particle, so that later `project` and `contact_normals`
+        calls test only those while the collider stays where it is now.
+
+        positions: (n, 3) m; radius: scalar or (n,) m, how far around each particle to look;
+        movable: (n,) bool; sweep_from: (v, 3) or None, as for `project` (the triangles are taken
+        over their sweep from there to now). A later call still checks every particle: one whose
+        query reaches beyond what was remembered is looked up afresh."""
+        before = self.previous_vertices if sweep_from is None else sweep_from
+        self._refresh()
+        positions = np.array(positions, dtype=np.float64)
+        limit = np.where(movable, np.broadcast_to(np.asarray(radius, dtype=np.float64), len(positions)),
+                         -np.inf)
+        idx = np.flatnonzero(movable)
+        rows, tri = self._near(positions[idx], limit[idx], before)
+        has = np.zeros(len(positions), dtype=bool)
+        has[idx[rows]] = True
+        ids = np.flatnonzero(has)
+        rank = np.cumsum(has) - 1
+        self._cache = (self.vertices, before, positions, limit, has, ids, rank[idx[rows]], tri)
+
     def project(self, positions, previous, movable, margin=0.0, friction=0.0, sweep_from=None):
         """Push particles out of the mesh and undo crossings (in place on `positions`).
 
@@ -199,14 +234,18 @@ class MeshCollider:
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement
         (k, 3) at the contact from vertices `start` (v, 3) to now, or None)."""
-        rows = np.flatnonzero(movable)
-        _, distance, _, triangle = self.closest(positions[rows], max_distance=self.thickness + margin)
-        hit = np.isfinite(distance)
-        rows, triangle = rows[hit], triangle[hit]
-        corners = self.vertices[self.triangles[triangle]]
-        q, bary, region = geometry.closest_points(positions[rows], *(corners[:, k] for k in range(3)))
+        self._refresh()
+        reach = self.thickness + float(margin)
+        idx, rows, tri = self._select(positions, movable, reach, self.vertices)
+        if len(rows) == 0:
+            return rows, np.zeros((0, 3)), None if start is None else np.zeros((0, 3))
+        sel, q, dist, triangle, region, bary = self._nearest(positions[idx], rows, tri, self.vertices)
+        hit = dist <= reach
+        sel, q, dist, triangle, region, bary = (a[hit] for a in (sel, q, dist, triangle, region, bary))
+        rows = idx[sel]
+        order = np.argsort(rows)  # particle order, whatever order the candidates came in
+        rows, q, dist, triangle, region, bary = (a[order] for a in (rows, q, dist, triangle, region, bary))
         gap = positions[rows] - q
-        dist = np.linalg.norm(gap, axis=1)
         normal = self._pseudo_normal(triangle, region)
         normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
         away = dist > 1e-9
@@ -220,37 +259,93 @@ class MeshCollider:
         """Cloth vertices against the mesh: crossings undone, then proximity (module docstring)."""
         mu = friction_coefficient(self, friction)
         motion = self.vertices - before if before is not self.vertices else None
-        shift = 0.0 if motion is None else float(np.linalg.norm(motion, axis=1).max())
-        idx = np.flatnonzero(movable)
-        if len(idx) == 0:
-            return
-        p, p0 = positions[idx], previous[idx]
-        step = np.linalg.norm(p - p0, axis=1)
-        # Cheap reject: particles whose whole path stays outside the collider's swept bounding box.
-        lo = np.minimum(self.vertices.min(axis=0), before.min(axis=0)) - reach
-        hi = np.maximum(self.vertices.max(axis=0), before.max(axis=0)) + reach
-        near = np.all((np.maximum(p, p0) >= lo) & (np.minimum(p, p0) <= hi), axis=1)
-        if not np.any(near):
-            return
-        idx, p, p0, step = idx[near], p[near], p0[near], step[near]
-        rows, tri = self._pairs(p, self._radius + 2.0 * reach + step + shift)
-        rows, tri = self._add_deep(p, rows, tri)
+        # Every triangle the path previous -> positions can cross is within the step of its end,
+        # and every triangle near where the response puts it within step + 2 reach.
+        step = np.linalg.norm(positions - previous, axis=1)
+        idx, rows, tri = self._select(positions, movable, step + 2.0 * reach, before)
         if len(rows) == 0:
             return
-        p = p.copy()
+        p = positions[idx]
+        p0 = previous[idx]
         self._crossings(p, p0, rows, tri, before, reach, mu, motion)
         self._proximity(p, p0, rows, tri, reach, mu, motion)
         positions[idx] = p
+
+    def _select(self, points, movable, need, before):
+        """Candidate pairs: (particle ids (k,), rows (m,) into them, triangles (m,)) with every
+        triangle (swept from `before` to now) within `need` (scalar or (n,), m) of each movable
+        point of points (n, 3), and for a point deep inside a closed part the triangles that can
+        hold its closest point. From the `prepare` cache where it covers the query."""
+        cache = self._cache
+        # (a cache over the sweep also holds every triangle near the collider where it is now)
+        if cache is None or cache[0] is not self.vertices or cache[1] is not before is not self.vertices:
+            return self._lookup(points, np.flatnonzero(movable), need, before)
+        _, _, centre, limit, has, ids, rows, tri = cache
+        fresh = movable & (np.linalg.norm(points - centre, axis=1) + need > limit)
+        if np.any(self.closed):
+            box = self._closed_box
+            fresh |= movable & ~has & np.all((points >= box[0]) & (points <= box[1]), axis=1)
+        keep = movable[ids] & ~fresh[ids]
+        if not np.all(keep):
+            pair = keep[rows]
+            rows, tri = (np.cumsum(keep) - 1)[rows[pair]], tri[pair]
+            ids = ids[keep]
+        more = np.flatnonzero(fresh)
+        if len(more) == 0:
+            return ids, rows, tri
+        more, more_rows, more_tri = self._lookup(points, more, need, before)
+        return (np.concatenate([ids, more]), np.concatenate([rows, more_rows + len(ids)]),
+                np.concatenate([tri, more_tri]))
+
+    def _lookup(self, points, ids, need, before):
+        """_select without the cache, for the particles `ids` (k,) only."""
+        p = points[ids]
+        rows, tri = self._near(p, np.broadcast_to(need, len(points))[ids], before)
+        rows, tri = self._add_deep(p, rows, tri)
+        used = np.zeros(len(ids), dtype=bool)
+        used[rows] = True
+        return ids[used], (np.cumsum(used) - 1)[rows], tri
+
+    def _near(self, points, radius, before):
+        """(rows, triangles) int64: the pairs of points (k, 3) and triangles whose bounding box over
+        the sweep from `before` to now comes within radius (k,) of the point (and, the collider
+        standing still, whose plane does too)."""
+        still = before is self.vertices
+        if still:
+            lo, hi = self._lo, self._hi
+        else:
+            start = before[self.triangles]
+            lo = np.minimum(self._lo, start.min(axis=1))
+            hi = np.maximum(self._hi, start.max(axis=1))
+        reach = radius[:, None]
+        rows = np.flatnonzero(np.all((points + reach >= lo.min(axis=0)) & (points - reach <= hi.max(axis=0)),
+                                     axis=1))
+        p, radius = points[rows], radius[rows]
+        count = len(self.triangles)
+        if count <= _DENSE_TRIANGLES:
+            if still:
+                pr, tri = np.nonzero(np.abs(p @ self._normal.T - self._offset) <= radius[:, None])
+            else:
+                pr, tri = np.repeat(np.arange(len(p)), count), np.tile(np.arange(count), len(p))
+        else:
+            shift = 0.0 if still else float(np.linalg.norm(self.vertices - before, axis=1).max())
+            pr, tri = self._pairs(p, self._radius + radius + shift)
+            if still:
+                h = np.einsum("ij,ij->i", p[pr], self._normal[tri]) - self._offset[tri]
+                pr, tri = pr[np.abs(h) <= radius[pr]], tri[np.abs(h) <= radius[pr]]
+        q = p[pr]
+        gap = np.maximum(lo[tri] - q, 0.0) + np.maximum(q - hi[tri], 0.0)
+        keep = np.einsum("ij,ij->i", gap, gap) <= radius[pr] ** 2
+        return rows[pr[keep]], tri[keep]
 
     def _add_deep(self, p, rows, tri):
         """Pairs for particles deep inside a closed part (beyond the band the broad phase sees):
         the triangles that can hold their exact closest point, so that they are pushed out too."""
         if not np.any(self.closed):
             return rows, tri
-        closed_corners = self.vertices[self.triangles[self.closed]].reshape(-1, 3)
         lonely = np.ones(len(p), dtype=bool)
         lonely[rows] = False
-        lonely &= np.all((p >= closed_corners.min(axis=0)) & (p <= closed_corners.max(axis=0)), axis=1)
+        lonely &= np.all((p >= self._closed_box[0]) & (p <= self._closed_box[1]), axis=1)
         if not np.any(lonely):
             return rows, tri
         which = np.flatnonzero(lonely)
