@@ -136,20 +136,41 @@ class MeshCollider:
         self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
         self._tree = cKDTree(centroid)
         self._lo, self._hi = corners.min(axis=1), corners.max(axis=1)
-        self._offset = np.einsum("ij,ij->i", normal, corners[:, 0])
+        # Plane coordinates: (p - a) . [n, g1, g2] = (height over the plane, barycentric v, w), with
+        # g1, g2 the in-plane duals of the edges AB, AC; NaN for zero-area triangles.
+        e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+        d00, d01, d11 = (np.einsum("ij,ij->i", x, y) for x, y in ((e1, e1), (e1, e2), (e2, e2)))
+        denom = d00 * d11 - d01 * d01
+        twice_area = np.sqrt(np.maximum(denom, 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            denom = np.where(denom > 0.0, denom, np.nan)[:, None]
+            duals = ((d11[:, None] * e1 - d01[:, None] * e2) / denom,
+                     (d00[:, None] * e2 - d01[:, None] * e1) / denom)
+            # distance of each corner to the line of the opposite edge
+            opposite = corners[:, [2, 0, 1]] - corners[:, [1, 2, 0]]
+            self._altitude = twice_area[:, None] / np.linalg.norm(opposite, axis=2)
+        self._frame = np.stack([normal, *duals], axis=1)
+        self._frame_offset = np.einsum("ikj,ij->ik", self._frame, corners[:, 0])
+        self._offset = self._frame_offset[:, 0]
         closed = corners[self.closed].reshape(-1, 3)
         self._closed_box = (closed.min(axis=0), closed.max(axis=0)) if len(closed) else None
         self._geometry_of = self.vertices
 
     def _pseudo_normal(self, tri, region):
         """(k, 3) pseudo-normal of the closest feature (face, edge or vertex) of triangles `tri`."""
-        out = self._normal[tri].copy()
+        out = self._normal[tri]
+        other = np.flatnonzero(region != geometry.FACE)
+        if len(other) == 0:
+            return out
+        tri, region = tri[other], region[other]
+        feature = np.empty((len(other), 3))
         for r, corner in ((geometry.VERTEX_A, 0), (geometry.VERTEX_B, 1), (geometry.VERTEX_C, 2)):
             m = region == r
-            out[m] = self._vertex_normal[self.triangles[tri[m], corner]]
+            feature[m] = self._vertex_normal[self.triangles[tri[m], corner]]
         for r, edge in ((geometry.EDGE_AB, 0), (geometry.EDGE_BC, 1), (geometry.EDGE_CA, 2)):
             m = region == r
-            out[m] = self._edge_normal[self._tri_edges[tri[m], edge]]
+            feature[m] = self._edge_normal[self._tri_edges[tri[m], edge]]
+        out[other] = feature
         return out
 
     def _pairs(self, points, radius):
@@ -177,7 +198,7 @@ class MeshCollider:
         triangle = np.full(k, -1, dtype=np.int64)
         if len(rows) == 0:
             return closest, distance, inside, triangle
-        sel, q, d, t, reg, _ = self._nearest(points, rows, tri, self.vertices)
+        sel, q, d, t, reg, _ = self._nearest(points, rows, tri)
         keep = d <= max_distance
         sel, q, d, t, reg = sel[keep], q[keep], d[keep], t[keep], reg[keep]
         closest[sel], distance[sel], triangle[sel] = q, d, t
@@ -185,14 +206,51 @@ class MeshCollider:
         inside[sel] = self.closed[t] & (np.einsum("ij,ij->i", points[sel] - q, normal) < 0.0)
         return closest, distance, inside, triangle
 
-    def _nearest(self, points, rows, tri, vertices):
-        """Per point (that has pairs), its nearest pair: (rows, q, distance, triangle, region, bary)."""
-        corners = vertices[self.triangles[tri]]
-        q, bary, region = geometry.closest_points(points[rows], corners[:, 0], corners[:, 1], corners[:, 2])
-        dist = np.linalg.norm(points[rows] - q, axis=1)
-        order = np.lexsort((dist, rows))
-        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
-        return rows[first], q[first], dist[first], tri[first], region[first], bary[first]
+    def _plane_coordinates(self, points, rows, tri):
+        """(m, 3) height of points[rows] over the planes of triangles tri, and its barycentric v, w."""
+        # np.take: a fraction of the cost of fancy indexing on these small arrays
+        return (np.einsum("ij,ikj->ik", np.take(points, rows, axis=0), np.take(self._frame, tri, axis=0))
+                - np.take(self._frame_offset, tri, axis=0))
+
+    def _nearest(self, points, rows, tri, plane=None):
+        """Per point that has pairs, its nearest pair: (rows (ascending), q, distance, triangle,
+        region, bary). plane: the pairs' _plane_coordinates, if known."""
+        if plane is None:
+            plane = self._plane_coordinates(points, rows, tri)
+        height = plane[:, 0]
+        # Where the foot on the plane is inside the triangle the height is the exact distance; only
+        # pairs whose lower bound beats every such distance of their point need the full
+        # closest-point test (mostly points beside an edge or a corner).
+        outside = self._outside(plane, tri)
+        face = outside <= 0.0
+        dist = np.where(face, np.abs(height), np.inf)
+        best = np.full(len(points), np.inf)
+        np.minimum.at(best, rows, dist)
+        bound = height * height + np.maximum(outside, 0.0) ** 2
+        full = np.flatnonzero(~face & ~(bound >= np.take(best, rows) ** 2))
+        if len(full):
+            corners = self.vertices[self.triangles[tri[full]]]
+            at = np.take(points, rows[full], axis=0)
+            q_full, bary_full, region_full = geometry.closest_points(at, *(corners[:, k] for k in range(3)))
+            gap = at - q_full
+            dist[full] = np.sqrt(np.einsum("ij,ij->i", gap, gap))
+            np.minimum.at(best, rows[full], dist[full])
+        # the first pair of each point at its least distance
+        equal = np.flatnonzero(dist == np.take(best, rows))
+        win = np.full(len(points), len(rows))
+        np.minimum.at(win, rows[equal], equal)
+        sel = np.flatnonzero(win < len(rows))
+        win = win[sel]
+        t, d, height, plane = tri[win], dist[win], height[win], np.take(plane, win, axis=0)
+        q = np.take(points, sel, axis=0) - height[:, None] * np.take(self._normal, t, axis=0)
+        bary = np.stack([1.0 - plane[:, 1] - plane[:, 2], plane[:, 1], plane[:, 2]], axis=1)
+        region = np.full(len(win), geometry.FACE, dtype=np.int8)
+        if len(full):
+            where = np.minimum(np.searchsorted(full, win), len(full) - 1)
+            exact = np.flatnonzero(full[where] == win)
+            where = where[exact]
+            q[exact], bary[exact], region[exact] = q_full[where], bary_full[where], region_full[where]
+        return sel, q, d, t, region, bary
 
     # -- collision ----------------------------------------------------------------------------
     def prepare(self, positions, radius, movable, sweep_from=None) -> None:
@@ -239,20 +297,26 @@ class MeshCollider:
         idx, rows, tri = self._select(positions, movable, reach, self.vertices)
         if len(rows) == 0:
             return rows, np.zeros((0, 3)), None if start is None else np.zeros((0, 3))
-        sel, q, dist, triangle, region, bary = self._nearest(positions[idx], rows, tri, self.vertices)
+        sel, q, dist, triangle, region, bary = self._nearest(positions[idx], rows, tri)
         hit = dist <= reach
-        sel, q, dist, triangle, region, bary = (a[hit] for a in (sel, q, dist, triangle, region, bary))
+        if not np.all(hit):
+            sel, q, dist, triangle, region, bary = (a[hit] for a in (sel, q, dist, triangle, region, bary))
         rows = idx[sel]
-        order = np.argsort(rows)  # particle order, whatever order the candidates came in
-        rows, q, dist, triangle, region, bary = (a[order] for a in (rows, q, dist, triangle, region, bary))
-        gap = positions[rows] - q
-        normal = self._pseudo_normal(triangle, region)
-        normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
-        away = dist > 1e-9
-        normal[away] = gap[away] / dist[away, None]
+        if np.any(rows[1:] < rows[:-1]):  # particle order, whatever order the candidates came in
+            order = np.argsort(rows)
+            rows, q, dist, triangle, region, bary = (a[order] for a in
+                                                     (rows, q, dist, triangle, region, bary))
+        on = np.flatnonzero(dist <= 1e-9)
+        normal = (positions[rows] - q) / np.where(dist > 1e-9, dist, 1.0)[:, None]
+        if len(on):  # on the surface itself: the feature's pseudo-normal
+            pn = self._pseudo_normal(triangle[on], region[on])
+            normal[on] = pn / np.maximum(np.linalg.norm(pn, axis=1), 1e-300)[:, None]
         moved = None
-        if start is not None:
-            moved = np.einsum("ij,ijk->ik", bary, (self.vertices - start)[self.triangles[triangle]])
+        if start is self.vertices:
+            moved = np.zeros((len(rows), 3))
+        elif start is not None:
+            corners = (self.vertices - start)[self.triangles[triangle]]
+            moved = bary[:, :1] * corners[:, 0] + bary[:, 1:2] * corners[:, 1] + bary[:, 2:] * corners[:, 2]
         return rows, normal, moved
 
     def _vertex_contacts(self, positions, previous, movable, reach, friction, before):
@@ -261,14 +325,19 @@ class MeshCollider:
         motion = self.vertices - before if before is not self.vertices else None
         # Every triangle the path previous -> positions can cross is within the step of its end,
         # and every triangle near where the response puts it within step + 2 reach.
-        step = np.linalg.norm(positions - previous, axis=1)
+        step = positions - previous
+        step = np.sqrt(np.einsum("ij,ij->i", step, step))
         idx, rows, tri = self._select(positions, movable, step + 2.0 * reach, before)
         if len(rows) == 0:
             return
         p = positions[idx]
         p0 = previous[idx]
-        self._crossings(p, p0, rows, tri, before, reach, mu, motion)
-        self._proximity(p, p0, rows, tri, reach, mu, motion)
+        plane = self._plane_coordinates(p, rows, tri)
+        moved = self._crossings(p, p0, rows, tri, plane[:, 0], before, reach, mu, motion)
+        if len(moved):
+            again = np.isin(rows, moved)
+            plane[again] = self._plane_coordinates(p, rows[again], tri[again])
+        self._proximity(p, p0, rows, tri, plane, np.take(step, idx) + 2.0 * reach, reach, mu, motion)
         positions[idx] = p
 
     def _select(self, points, movable, need, before):
@@ -281,11 +350,14 @@ class MeshCollider:
         if cache is None or cache[0] is not self.vertices or cache[1] is not before is not self.vertices:
             return self._lookup(points, np.flatnonzero(movable), need, before)
         _, _, centre, limit, has, ids, rows, tri = cache
-        fresh = movable & (np.linalg.norm(points - centre, axis=1) + need > limit)
-        if np.any(self.closed):
-            box = self._closed_box
-            fresh |= movable & ~has & np.all((points >= box[0]) & (points <= box[1]), axis=1)
-        keep = movable[ids] & ~fresh[ids]
+        gap = points - centre
+        fresh = movable & (np.sqrt(np.einsum("ij,ij->i", gap, gap)) + need > limit)
+        lonely = np.flatnonzero(movable & ~has)
+        if self._closed_box is not None and len(lonely):
+            low, high = self._closed_box
+            at = points[lonely]
+            fresh[lonely[np.all((at >= low) & (at <= high), axis=1)]] = True
+        keep = np.take(movable & ~fresh, ids)
         if not np.all(keep):
             pair = keep[rows]
             rows, tri = (np.cumsum(keep) - 1)[rows[pair]], tri[pair]
@@ -307,9 +379,9 @@ class MeshCollider:
         return ids[used], (np.cumsum(used) - 1)[rows], tri
 
     def _near(self, points, radius, before):
-        """(rows, triangles) int64: the pairs of points (k, 3) and triangles whose bounding box over
-        the sweep from `before` to now comes within radius (k,) of the point (and, the collider
-        standing still, whose plane does too)."""
+        """(rows, triangles) int64: the pairs of points (k, 3) and triangles that may
+        come within radius (k,) of the point: over the sweep from `before` to now, the triangle's
+        bounding box does; standing still, a lower bound of the distance (_outside) does."""
         still = before is self.vertices
         if still:
             lo, hi = self._lo, self._hi
@@ -330,13 +402,22 @@ class MeshCollider:
         else:
             shift = 0.0 if still else float(np.linalg.norm(self.vertices - before, axis=1).max())
             pr, tri = self._pairs(p, self._radius + radius + shift)
-            if still:
-                h = np.einsum("ij,ij->i", p[pr], self._normal[tri]) - self._offset[tri]
-                pr, tri = pr[np.abs(h) <= radius[pr]], tri[np.abs(h) <= radius[pr]]
-        q = p[pr]
-        gap = np.maximum(lo[tri] - q, 0.0) + np.maximum(q - hi[tri], 0.0)
-        keep = np.einsum("ij,ij->i", gap, gap) <= radius[pr] ** 2
+        if still:
+            plane = self._plane_coordinates(p, pr, tri)
+            bound = plane[:, 0] ** 2 + np.maximum(self._outside(plane, tri), 0.0) ** 2
+            keep = ~(bound > radius[pr] ** 2)  # zero-area triangles (NaN) stay
+        else:
+            q = p[pr]
+            gap = np.maximum(lo[tri] - q, 0.0) + np.maximum(q - hi[tri], 0.0)
+            keep = np.einsum("ij,ij->i", gap, gap) <= radius[pr] ** 2
         return rows[pr[keep]], tri[keep]
+
+    def _outside(self, plane, tri):
+        """(m,) how far the foot of each pair's point on its triangle's plane lies outside the
+        triangle, at least (distance to the farthest edge line it is beyond; <= 0 inside)."""
+        v, w = plane[:, 1], plane[:, 2]
+        alt = self._altitude[tri]
+        return np.maximum(np.maximum((v + w - 1.0) * alt[:, 0], -v * alt[:, 1]), -w * alt[:, 2])
 
     def _add_deep(self, p, rows, tri):
         """Pairs for particles deep inside a closed part (beyond the band the broad phase sees):
@@ -349,27 +430,38 @@ class MeshCollider:
         if not np.any(lonely):
             return rows, tri
         which = np.flatnonzero(lonely)
-        # The closest triangle's centroid is at most (distance to the nearest centroid) + R away.
-        nearest, _ = self._tree.query(p[which], k=1)
-        more_rows, more_tri = self._pairs(p[which], nearest + self._radius * (1.0 + 1e-9))
+        more_rows, more_tri = self._deep_pairs(p[which])
         return np.concatenate([rows, which[more_rows]]), np.concatenate([tri, more_tri])
 
-    def _crossings(self, p, p0, rows, tri, before, reach, mu, motion):
-        """Undo crossings of the surface during the step (particle and collider both moving)."""
+    def _deep_pairs(self, points):
+        """(rows, triangles): for each of points (k, 3), every triangle that can hold its closest point."""
+        # The closest triangle's centroid is at most (distance to the nearest centroid) + R away.
+        nearest, _ = self._tree.query(points, k=1)
+        return self._pairs(points, nearest + self._radius * (1.0 + 1e-9))
+
+    def _crossings(self, p, p0, rows, tri, h1, before, reach, mu, motion):
+        """Undo crossings of the surface during the step (particle and collider both moving).
+
+        h1: (m,) heights of p[rows] over the triangles' planes now. Returns the rows it moved."""
+        if motion is None:
+            h0 = (np.einsum("ij,ij->i", np.take(p0, rows, axis=0), np.take(self._normal, tri, axis=0))
+                  - np.take(self._offset, tri))
+        else:
+            n1 = self._normal[tri]
+            n0 = geometry.triangle_normals(before, self.triangles)[tri]
+            if np.any(self.closed):
+                # The closed part's orientation was fixed on the current geometry; follow it at the start.
+                flip = np.einsum("ij,ij->i", n0, n1) < 0.0
+                n0[flip] *= -1.0
+            h0 = np.einsum("ij,ij->i", p0[rows] - before[self.triangles[tri, 0]], n0)
+        above = h0 > 0.0
+        crossing = above != (h1 > 0.0)
+        crossing &= above | ~np.take(self.closed, tri)  # closed parts: only entering from outside
+        crossing = np.flatnonzero(crossing)
+        if len(crossing) == 0:
+            return rows[:0]
+        rows, tri, h0, h1 = rows[crossing], tri[crossing], h0[crossing], h1[crossing]
         tris = self.triangles[tri]
-        n1 = self._normal[tri]
-        n0 = n1 if motion is None else geometry.triangle_normals(before, self.triangles)[tri]
-        if motion is not None and np.any(self.closed):
-            # The closed part's orientation was fixed on the current geometry; follow it at the start.
-            flip = np.einsum("ij,ij->i", n0, n1) < 0.0
-            n0[flip] *= -1.0
-        h0 = np.einsum("ij,ij->i", p0[rows] - before[tris[:, 0]], n0)
-        h1 = np.einsum("ij,ij->i", p[rows] - self.vertices[tris[:, 0]], n1)
-        crossing = (h0 > 0.0) != (h1 > 0.0)
-        crossing &= ~self.closed[tri] | (h0 > 0.0)  # closed parts: only entering from outside
-        if not np.any(crossing):
-            return
-        rows, tri, tris, h0, h1 = rows[crossing], tri[crossing], tris[crossing], h0[crossing], h1[crossing]
         t = h0 / (h0 - h1)
         at = t[:, None]
         start, end = before[tris], self.vertices[tris]  # (k, 3 corners, 3)
@@ -378,7 +470,7 @@ class MeshCollider:
         bary = geometry.barycentric(x, *corners)
         hit = np.all(bary >= -_CROSS_SLACK, axis=1)
         if not np.any(hit):
-            return
+            return rows[:0]
         rows, tri, t, h0 = rows[hit], tri[hit], t[hit], h0[hit]
         order = np.lexsort((t, rows))
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
@@ -389,19 +481,32 @@ class MeshCollider:
         depth = reach - np.einsum("ij,ij->i", p[rows] - q, side)
         p[rows] = q + side * reach
         self._friction(p, p0, rows, tri, bary, side, depth, mu, motion)
+        return rows
 
-    def _proximity(self, p, p0, rows, tri, reach, mu, motion):
-        """Push particles within reach of the surface (or inside a closed part) out to reach."""
-        sel, q, d, t, reg, bary = self._nearest(p, rows, tri, self.vertices)
+    def _proximity(self, p, p0, rows, tri, plane, covered, reach, mu, motion):
+        """Push particles within reach of the surface (or inside a closed part) out to reach.
+
+        plane: (m, 3) _plane_coordinates of p[rows]; covered: (k,) m, the pairs hold every triangle
+        this close to each of p."""
+        sel, q, d, t, reg, bary = self._nearest(p, rows, tri, plane)
         normal = self._pseudo_normal(t, reg)
         offset = p[sel] - q
         signed = np.einsum("ij,ij->i", offset, normal)
         inside = self.closed[t] & (signed < 0.0)
+        deep = np.flatnonzero(inside & (d > np.take(covered, sel)))
+        if len(deep):
+            # deeper inside than the pairs reach: the nearest triangle may be none of them
+            at = p[sel[deep]]
+            _, q[deep], d[deep], t[deep], reg[deep], bary[deep] = self._nearest(at, *self._deep_pairs(at))
+            normal[deep] = self._pseudo_normal(t[deep], reg[deep])
+            offset[deep] = at - q[deep]
+            inside[deep] = self.closed[t[deep]] & (np.einsum("ij,ij->i", offset[deep], normal[deep]) < 0.0)
         hit = inside | (d < reach)
         if not np.any(hit):
             return
-        sel, q, d, t, bary, offset, normal, inside = (
-            a[hit] for a in (sel, q, d, t, bary, offset, normal, inside))
+        if not np.all(hit):
+            sel, q, d, t, bary, offset, normal, inside = (
+                a[hit] for a in (sel, q, d, t, bary, offset, normal, inside))
         tiny = d <= 1e-12 * max(reach, 1e-3)
         direction = offset / np.where(tiny, 1.0, d)[:, None]
         direction[inside] *= -1.0
