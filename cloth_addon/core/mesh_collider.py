@@ -330,15 +330,20 @@ class MeshCollider:
         idx, rows, tri = self._select(positions, movable, step + 2.0 * reach, before)
         if len(rows) == 0:
             return
-        p = positions[idx]
-        p0 = previous[idx]
+        # every particle near the mesh (ids are distinct): work in place
+        whole = len(idx) == len(positions) and not np.any(idx[1:] < idx[:-1])
+        p = positions if whole else np.take(positions, idx, axis=0)
+        p0 = previous if whole else np.take(previous, idx, axis=0)
         plane = self._plane_coordinates(p, rows, tri)
-        moved = self._crossings(p, p0, rows, tri, plane[:, 0], before, reach, mu, motion)
+        moved = self._crossings(p, p0, rows, tri, plane, before, reach, mu, motion)
         if len(moved):
-            again = np.isin(rows, moved)
+            again = np.zeros(len(idx), dtype=bool)
+            again[moved] = True
+            again = np.flatnonzero(np.take(again, rows))
             plane[again] = self._plane_coordinates(p, rows[again], tri[again])
         self._proximity(p, p0, rows, tri, plane, np.take(step, idx) + 2.0 * reach, reach, mu, motion)
-        positions[idx] = p
+        if not whole:
+            positions[idx] = p
 
     def _select(self, points, movable, need, before):
         """Candidate pairs: (particle ids (k,), rows (m,) into them, triangles (m,)) with every
@@ -416,7 +421,7 @@ class MeshCollider:
         """(m,) how far the foot of each pair's point on its triangle's plane lies outside the
         triangle, at least (distance to the farthest edge line it is beyond; <= 0 inside)."""
         v, w = plane[:, 1], plane[:, 2]
-        alt = self._altitude[tri]
+        alt = np.take(self._altitude, tri, axis=0)
         return np.maximum(np.maximum((v + w - 1.0) * alt[:, 0], -v * alt[:, 1]), -w * alt[:, 2])
 
     def _add_deep(self, p, rows, tri):
@@ -439,10 +444,11 @@ class MeshCollider:
         nearest, _ = self._tree.query(points, k=1)
         return self._pairs(points, nearest + self._radius * (1.0 + 1e-9))
 
-    def _crossings(self, p, p0, rows, tri, h1, before, reach, mu, motion):
+    def _crossings(self, p, p0, rows, tri, plane, before, reach, mu, motion):
         """Undo crossings of the surface during the step (particle and collider both moving).
 
-        h1: (m,) heights of p[rows] over the triangles' planes now. Returns the rows it moved."""
+        plane: (m, 3) _plane_coordinates of p[rows]. Returns the rows it moved."""
+        h1 = plane[:, 0]
         if motion is None:
             h0 = (np.einsum("ij,ij->i", np.take(p0, rows, axis=0), np.take(self._normal, tri, axis=0))
                   - np.take(self._offset, tri))
@@ -460,23 +466,27 @@ class MeshCollider:
         crossing = np.flatnonzero(crossing)
         if len(crossing) == 0:
             return rows[:0]
-        rows, tri, h0, h1 = rows[crossing], tri[crossing], h0[crossing], h1[crossing]
-        tris = self.triangles[tri]
+        rows, tri, h0, h1, plane = rows[crossing], tri[crossing], h0[crossing], h1[crossing], plane[crossing]
         t = h0 / (h0 - h1)
-        at = t[:, None]
-        start, end = before[tris], self.vertices[tris]  # (k, 3 corners, 3)
-        corners = [start[:, k] + at * (end[:, k] - start[:, k]) for k in range(3)]
-        x = p0[rows] + at * (p[rows] - p0[rows])
-        bary = geometry.barycentric(x, *corners)
-        hit = np.all(bary >= -_CROSS_SLACK, axis=1)
+        if motion is None:
+            # plane coordinates are affine in the point: those of the crossing point directly
+            start = self._plane_coordinates(p0, rows, tri)
+            v, w = (start[:, k] + t * (plane[:, k] - start[:, k]) for k in (1, 2))
+            hit = (v >= -_CROSS_SLACK) & (w >= -_CROSS_SLACK) & (1.0 - v - w >= -_CROSS_SLACK)
+        else:
+            at = t[:, None]
+            tris = self.triangles[tri]
+            start, end = before[tris], self.vertices[tris]  # (k, 3 corners, 3)
+            corners = [start[:, k] + at * (end[:, k] - start[:, k]) for k in range(3)]
+            x = p0[rows] + at * (p[rows] - p0[rows])
+            hit = np.all(geometry.barycentric(x, *corners) >= -_CROSS_SLACK, axis=1)
         if not np.any(hit):
             return rows[:0]
-        rows, tri, t, h0 = rows[hit], tri[hit], t[hit], h0[hit]
+        rows, tri, t, h0, plane = rows[hit], tri[hit], t[hit], h0[hit], plane[hit]
         order = np.lexsort((t, rows))
-        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
+        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]  # the earliest, rows ascending
         rows, tri, h0 = rows[first], tri[first], h0[first]
-        corners = self.vertices[self.triangles[tri]]
-        q, bary, _ = geometry.closest_points(p[rows], corners[:, 0], corners[:, 1], corners[:, 2])
+        _, q, _, _, _, bary = self._nearest(p, rows, tri, plane[first])
         side = np.where(h0 >= 0.0, 1.0, -1.0)[:, None] * self._normal[tri]
         depth = reach - np.einsum("ij,ij->i", p[rows] - q, side)
         p[rows] = q + side * reach
@@ -504,9 +514,6 @@ class MeshCollider:
         hit = inside | (d < reach)
         if not np.any(hit):
             return
-        if not np.all(hit):
-            sel, q, d, t, bary, offset, normal, inside = (
-                a[hit] for a in (sel, q, d, t, bary, offset, normal, inside))
         tiny = d <= 1e-12 * max(reach, 1e-3)
         direction = offset / np.where(tiny, 1.0, d)[:, None]
         direction[inside] *= -1.0
@@ -517,9 +524,14 @@ class MeshCollider:
             came = np.einsum("ij,ij->i", p0[sel[tiny]] - q[tiny], pn) < 0.0
             pn[came & ~self.closed[t[tiny]]] *= -1.0
             direction[tiny] = pn
-        depth = np.where(inside, reach + d, reach - d)
-        p[sel] = q + direction * reach
-        self._friction(p, p0, sel, t, bary, direction, depth, mu, motion)
+        out = q + direction * reach
+        hit = np.flatnonzero(hit)  # (all of them, for a cloth lying on the mesh)
+        if len(hit) < len(sel):
+            sel, out = sel[hit], out[hit]
+        p[sel] = out
+        if mu and mu > 0.0:
+            t, bary, direction, d, inside = (a[hit] for a in (t, bary, direction, d, inside))
+            self._friction(p, p0, sel, t, bary, direction, np.where(inside, reach + d, reach - d), mu, motion)
 
     def _friction(self, p, p0, rows, tri, bary, normal, depth, mu, motion):
         """Friction on the motion relative to the collider's surface at the contact point."""
