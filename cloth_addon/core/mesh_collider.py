@@ -35,6 +35,10 @@ from .colliders import _apply_friction, friction_coefficient
 # the tree would pair nearly every particle with all of them anyway.
 _DENSE_TRIANGLES = 64
 
+# prepare() looks this much further than asked, so that the next substeps of a cloth that moves
+# little can keep what it found.
+_SPARE = 1.25
+
 # Barycentric slack of the crossing test, so a path through a shared edge hits one of the two.
 _CROSS_SLACK = 1e-7
 
@@ -260,12 +264,18 @@ class MeshCollider:
         positions: (n, 3) m; radius: scalar or (n,) m, how far around each particle to look;
         movable: (n,) bool; sweep_from: (v, 3) or None, as for `project` (the triangles are taken
         over their sweep from there to now). A later call still checks every particle: one whose
-        query reaches beyond what was remembered is looked up afresh."""
+        query reaches beyond what was remembered is looked up afresh. Keeps what an earlier call
+        remembered when that covers this one."""
         before = self.previous_vertices if sweep_from is None else sweep_from
         self._refresh()
+        radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), len(positions))
+        cache = self._cache
+        if cache is not None and cache[0] is self.vertices and cache[1] is before:
+            gap = positions - cache[2]
+            if np.all(np.sqrt(np.einsum("ij,ij->i", gap, gap)) + radius <= cache[3], where=movable):
+                return  # what is remembered already covers it (a cloth at rest on a still mesh)
         positions = np.array(positions, dtype=np.float64)
-        limit = np.where(movable, np.broadcast_to(np.asarray(radius, dtype=np.float64), len(positions)),
-                         -np.inf)
+        limit = np.where(movable, radius * _SPARE, -np.inf)
         idx = np.flatnonzero(movable)
         rows, tri = self._near(positions[idx], limit[idx], before)
         has = np.zeros(len(positions), dtype=bool)
