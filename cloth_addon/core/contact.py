@@ -74,6 +74,7 @@ class ContactStage:
         self._poses = {}  # id(collider) -> (collider, pose at the end of the last frame)
         self._self = None
         self._frame = []
+        self._projected = {}
 
     # -- colliders over a frame ----------------------------------------------------------------
     def begin_frame(self, substeps: int) -> None:
@@ -94,6 +95,7 @@ class ContactStage:
         self._frame = frame
         self._substeps = substeps
         self._sweep = {}
+        self._projected = {}  # id(mesh collider) -> (what it projected against, what it returned)
 
     def begin_substep(self, sub: int) -> None:
         """Put the colliders where they are at the end of substep `sub` (1-based), remembering where
@@ -175,7 +177,17 @@ class ContactStage:
     def _project(self, collider, x, x0, movable, margin, features):
         """Project x out of one collider (no friction: finish applies it once per substep)."""
         if isinstance(collider, MeshCollider):
-            collider.project(x, x0, movable, margin, None, sweep_from=self._sweep.get(id(collider)))
+            sweep = self._sweep.get(id(collider))
+            key = (x0, sweep, collider.vertices, margin)
+            last = self._projected.get(id(collider))
+            # The solver's last iterate comes to finish as this collider left it, and a projection
+            # does not move its own result again (but for rounding, or a particle between two faces
+            # of a concave corner, which the next substep's iterations take up).
+            if (last is not None and all(a is b for a, b in zip(last[0], key, strict=True))
+                    and np.array_equal(last[1], x)):
+                return
+            collider.project(x, x0, movable, margin, None, sweep_from=sweep)
+            self._projected[id(collider)] = (key, x.copy())
         elif isinstance(collider, SphereCollider):
             collider.project(x, x0, movable, margin, None, features=features)
         else:
