@@ -270,7 +270,7 @@ class MeshCollider:
         self._refresh()
         radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), len(positions))
         cache = self._cache
-        if cache is not None and cache[0] is self.vertices and cache[1] is before:
+        if self._cached(before, len(positions)) and cache[1] is before:
             gap = positions - cache[2]
             if np.all(np.sqrt(np.einsum("ij,ij->i", gap, gap)) + radius <= cache[3], where=movable):
                 return  # what is remembered already covers it (a cloth at rest on a still mesh)
@@ -360,11 +360,9 @@ class MeshCollider:
         triangle (swept from `before` to now) within `need` (scalar or (n,), m) of each movable
         point of points (n, 3), and for a point deep inside a closed part the triangles that can
         hold its closest point. From the `prepare` cache where it covers the query."""
-        cache = self._cache
-        # (a cache over the sweep also holds every triangle near the collider where it is now)
-        if cache is None or cache[0] is not self.vertices or cache[1] is not before is not self.vertices:
+        if not self._cached(before, len(points)):
             return self._lookup(points, np.flatnonzero(movable), need, before)
-        _, _, centre, limit, has, ids, rows, tri = cache
+        _, _, centre, limit, has, ids, rows, tri = self._cache
         gap = points - centre
         fresh = movable & (np.sqrt(np.einsum("ij,ij->i", gap, gap)) + need > limit)
         lonely = np.flatnonzero(movable & ~has)
@@ -383,6 +381,13 @@ class MeshCollider:
         more, more_rows, more_tri = self._lookup(points, more, need, before)
         return (np.concatenate([ids, more]), np.concatenate([rows, more_rows + len(ids)]),
                 np.concatenate([tri, more_tri]))
+
+    def _cached(self, before, count):
+        """Whether the prepare cache is for this geometry (swept from `before`) and `count` particles."""
+        cache = self._cache
+        # (a cache over the sweep also holds every triangle near the collider where it is now)
+        return (cache is not None and cache[0] is self.vertices and len(cache[2]) == count
+                and (cache[1] is before or before is self.vertices))
 
     def _lookup(self, points, ids, need, before):
         """_select without the cache, for the particles `ids` (k,) only."""

@@ -224,3 +224,14 @@ def test_update_with_the_same_vertices_keeps_the_collider_still():
     assert collider.vertices is vertices
     collider.update(vertices + (0.0, 0.0, 0.1))
     assert collider.vertices is not vertices and collider.vertices[0, 2] == pytest.approx(0.1)
+
+
+def test_prepared_for_another_cloth_is_not_used():
+    vertices, triangles = uv_sphere(0.5, 16, 8)
+    collider = MeshCollider(vertices, triangles)
+    collider.prepare(np.zeros((50, 3)), 0.1, np.ones(50, dtype=bool))  # a cloth of 50 particles
+    positions, previous, movable = _particles([(0.0, 0.0, 0.45), (0.0, 0.0, 0.8)])  # and one of 2
+    collider.project(positions, previous, movable, margin=0.01, friction=0.0)
+    _, distance, inside, _ = collider.closest(positions)
+    assert not inside.any() and distance[0] == pytest.approx(0.01)
+    assert positions[1] == pytest.approx((0.0, 0.0, 0.8))
