@@ -137,6 +137,9 @@ class MeshCollider:
                                                np.repeat(normal[:, axis], 3), self._edge_count)
         centroid = corners.mean(axis=1)
         self._normal, self._vertex_normal, self._edge_normal = normal, vertex_normal, edge_normal
+        # Per triangle, the pseudo-normal of each region (geometry.FACE, VERTEX_A..C, EDGE_AB..CA).
+        self._features = np.concatenate([normal[:, None], vertex_normal[tris], edge_normal[self._tri_edges]],
+                                        axis=1).reshape(-1, 3)
         self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
         self._tree = cKDTree(centroid)
         self._lo, self._hi = corners.min(axis=1), corners.max(axis=1)
@@ -162,20 +165,7 @@ class MeshCollider:
 
     def _pseudo_normal(self, tri, region):
         """(k, 3) pseudo-normal of the closest feature (face, edge or vertex) of triangles `tri`."""
-        out = self._normal[tri]
-        other = np.flatnonzero(region != geometry.FACE)
-        if len(other) == 0:
-            return out
-        tri, region = tri[other], region[other]
-        feature = np.empty((len(other), 3))
-        for r, corner in ((geometry.VERTEX_A, 0), (geometry.VERTEX_B, 1), (geometry.VERTEX_C, 2)):
-            m = region == r
-            feature[m] = self._vertex_normal[self.triangles[tri[m], corner]]
-        for r, edge in ((geometry.EDGE_AB, 0), (geometry.EDGE_BC, 1), (geometry.EDGE_CA, 2)):
-            m = region == r
-            feature[m] = self._edge_normal[self._tri_edges[tri[m], edge]]
-        out[other] = feature
-        return out
+        return np.take(self._features, tri * 7 + region, axis=0)
 
     def _pairs(self, points, radius):
         """(particle rows, triangle indices) of centroids within `radius` (scalar or (k,)) of points."""
@@ -515,7 +505,7 @@ class MeshCollider:
         this close to each of p."""
         sel, q, d, t, reg, bary = self._nearest(p, rows, tri, plane)
         normal = self._pseudo_normal(t, reg)
-        offset = p[sel] - q
+        offset = np.take(p, sel, axis=0) - q
         signed = np.einsum("ij,ij->i", offset, normal)
         inside = self.closed[t] & (signed < 0.0)
         deep = np.flatnonzero(inside & (d > np.take(covered, sel)))
