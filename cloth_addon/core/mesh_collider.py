@@ -202,9 +202,15 @@ class MeshCollider:
 
     def _plane_coordinates(self, points, rows, tri):
         """(m, 3) height of points[rows] over the planes of triangles tri, and its barycentric v, w."""
-        # np.take: a fraction of the cost of fancy indexing on these small arrays
-        return (np.einsum("ij,ikj->ik", np.take(points, rows, axis=0), np.take(self._frame, tri, axis=0))
-                - np.take(self._frame_offset, tri, axis=0))
+        if self._all_prepared(tri):
+            frame, offset, _ = self._cache[8]
+        else:  # np.take: a fraction of the cost of fancy indexing on these small arrays
+            frame, offset = np.take(self._frame, tri, axis=0), np.take(self._frame_offset, tri, axis=0)
+        return np.einsum("ij,ikj->ik", np.take(points, rows, axis=0), frame) - offset
+
+    def _all_prepared(self, tri):
+        """Whether tri is every pair prepare found, unchanged (their triangle data is gathered)."""
+        return self._cache is not None and tri is self._cache[7]
 
     def _nearest(self, points, rows, tri, plane=None):
         """Per point that has pairs, its nearest pair: (rows (ascending), q, distance, triangle,
@@ -272,7 +278,10 @@ class MeshCollider:
         has[idx[rows]] = True
         ids = np.flatnonzero(has)
         rank = np.cumsum(has) - 1
-        self._cache = (self.vertices, before, positions, limit, has, ids, rank[idx[rows]], tri)
+        # the pairs' triangle data, gathered once for the calls that use every remembered pair
+        per_pair = (np.take(self._frame, tri, axis=0), np.take(self._frame_offset, tri, axis=0),
+                    np.take(self._altitude, tri, axis=0))
+        self._cache = (self.vertices, before, positions, limit, has, ids, rank[idx[rows]], tri, per_pair)
 
     def project(self, positions, previous, movable, margin=0.0, friction=0.0, sweep_from=None):
         """Push particles out of the mesh and undo crossings (in place on `positions`).
@@ -295,9 +304,14 @@ class MeshCollider:
         self._refresh()
         reach = self.thickness + float(margin)
         idx, rows, tri = self._select(positions, movable, reach, self.vertices)
-        if len(rows) == 0:
-            return rows, np.zeros((0, 3)), None if start is None else np.zeros((0, 3))
-        sel, q, dist, triangle, region, bary = self._nearest(positions[idx], rows, tri)
+        points = np.take(positions, idx, axis=0)
+        plane = self._plane_coordinates(points, rows, tri)
+        # a pair farther than reach even by its lower bound is neither a contact nor nearer than one
+        bound = plane[:, 0] ** 2 + np.maximum(self._outside(plane, tri), 0.0) ** 2
+        near = np.flatnonzero(~(bound > reach * reach))
+        if len(near) == 0:
+            return near, np.zeros((0, 3)), None if start is None else np.zeros((0, 3))
+        sel, q, dist, triangle, region, bary = self._nearest(points, rows[near], tri[near], plane[near])
         hit = dist <= reach
         if not np.all(hit):
             sel, q, dist, triangle, region, bary = (a[hit] for a in (sel, q, dist, triangle, region, bary))
@@ -352,7 +366,7 @@ class MeshCollider:
         hold its closest point. From the `prepare` cache where it covers the query."""
         if not self._cached(before, len(points)):
             return self._lookup(points, np.flatnonzero(movable), need, before)
-        _, _, centre, limit, has, ids, rows, tri = self._cache
+        _, _, centre, limit, has, ids, rows, tri, _ = self._cache
         gap = points - centre
         fresh = movable & (np.sqrt(np.einsum("ij,ij->i", gap, gap)) + need > limit)
         lonely = np.flatnonzero(movable & ~has)
@@ -426,7 +440,7 @@ class MeshCollider:
         """(m,) how far the foot of each pair's point on its triangle's plane lies outside the
         triangle, at least (distance to the farthest edge line it is beyond; <= 0 inside)."""
         v, w = plane[:, 1], plane[:, 2]
-        alt = np.take(self._altitude, tri, axis=0)
+        alt = self._cache[8][2] if self._all_prepared(tri) else np.take(self._altitude, tri, axis=0)
         return np.maximum(np.maximum((v + w - 1.0) * alt[:, 0], -v * alt[:, 1]), -w * alt[:, 2])
 
     def _add_deep(self, p, rows, tri):
