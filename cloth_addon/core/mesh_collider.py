@@ -3,18 +3,25 @@
 Same `project(positions, previous, movable, margin, friction)` as the analytic colliders
 (colliders.py). One call, on the particles the collider may move:
 
-1. Broad phase: a cKDTree over triangle centroids; a particle is tested against the triangles
-   whose centroid lies within  R + 2 reach + |step| + shift  of it (R: largest centroid-to-corner
-   distance, reach = thickness + margin, step: the particle's motion, shift: the collider's
-   largest vertex motion). That covers every triangle the particle's path could cross and every
-   triangle near where the response puts it.
+1. Broad phase: a particle is tested against every triangle that may come within
+   2 reach + |step| of where it ends (reach = thickness + margin, step: the particle's motion),
+   over the collider's sweep. That covers every triangle the particle's path could cross and
+   every triangle near where the response puts it. The pairs come from `prepare` (the contact
+   stage calls it once a substep) where what it remembered covers the query, else they are looked
+   up: small meshes test every pair's plane and bounding box at once, larger ones first take the
+   triangles whose centroid lies within R + that distance + shift (a cKDTree; R: largest
+   centroid-to-corner distance, shift: the collider's largest vertex motion); then a lower bound
+   of the distance (standing still) or the swept bounding box (moving) keeps the near ones.
 2. Continuous check: the signed distance of the particle to each candidate triangle's plane at
    the start (collider where the last `project` saw it) and at the end (collider now). A sign
    change whose interpolated crossing point lies inside the triangle is a crossing; the earliest
    one counts and the particle goes back to the side it came from, `reach` off the surface.
    Exact for translating colliders, first-order for rotating or deforming ones. Closed parts
    only stop particles entering from outside.
-3. Proximity: the exact closest point (Ericson's regions). On a closed part (every edge shared
+3. Proximity: the exact closest point. A pair's plane coordinates (height over the triangle's
+   plane, barycentrics of the foot) give it where the foot is inside the triangle, and a lower
+   bound elsewhere: only pairs whose bound beats the particle's best are tested by Ericson's
+   regions (particles beside an edge or a corner). On a closed part (every edge shared
    by two triangles) the side is decided by the angle-weighted pseudo-normal of the closest
    feature (Baerentzen & Aanaes 2005), which is exact for closed manifolds; inside points go
    out. On an open part the particle keeps its side (crossings were undone in step 2): a plane
@@ -281,7 +288,8 @@ class MeshCollider:
         # the pairs' triangle data, gathered once for the calls that use every remembered pair
         per_pair = (np.take(self._frame, tri, axis=0), np.take(self._frame_offset, tri, axis=0),
                     np.take(self._altitude, tri, axis=0))
-        self._cache = (self.vertices, before, positions, limit, has, ids, rank[idx[rows]], tri, per_pair)
+        self._cache = (self.vertices, before, positions, limit, has, ids, rank[idx[rows]], tri, per_pair,
+                       self._inside(positions, movable & ~has))
 
     def project(self, positions, previous, movable, margin=0.0, friction=0.0, sweep_from=None):
         """Push particles out of the mesh and undo crossings (in place on `positions`).
@@ -366,14 +374,12 @@ class MeshCollider:
         hold its closest point. From the `prepare` cache where it covers the query."""
         if not self._cached(before, len(points)):
             return self._lookup(points, np.flatnonzero(movable), need, before)
-        _, _, centre, limit, has, ids, rows, tri, _ = self._cache
+        _, _, centre, limit, has, ids, rows, tri, _, inside = self._cache
         gap = points - centre
         fresh = movable & (np.sqrt(np.einsum("ij,ij->i", gap, gap)) + need > limit)
-        lonely = np.flatnonzero(movable & ~has)
-        if self._closed_box is not None and len(lonely):
-            low, high = self._closed_box
-            at = points[lonely]
-            fresh[lonely[np.all((at >= low) & (at <= high), axis=1)]] = True
+        # A particle with no triangle within its limit stays on the side it was on while it stays
+        # within the limit: only those that were inside a closed part need the deep search.
+        fresh |= movable & inside
         keep = np.take(movable & ~fresh, ids)
         if not np.all(keep):
             pair = keep[rows]
@@ -385,6 +391,20 @@ class MeshCollider:
         more, more_rows, more_tri = self._lookup(points, more, need, before)
         return (np.concatenate([ids, more]), np.concatenate([rows, more_rows + len(ids)]),
                 np.concatenate([tri, more_tri]))
+
+    def _inside(self, points, which):
+        """(n,) bool: which of points (n, 3) (those in the mask `which`) are inside a closed part."""
+        inside = np.zeros(len(points), dtype=bool)
+        if self._closed_box is None:
+            return inside
+        low, high = self._closed_box
+        at = np.flatnonzero(which & np.all((points >= low) & (points <= high), axis=1))
+        if len(at):
+            points = points[at]
+            sel, q, _, t, region, _ = self._nearest(points, *self._deep_pairs(points))
+            signed = np.einsum("ij,ij->i", points[sel] - q, self._pseudo_normal(t, region))
+            inside[at[sel[self.closed[t] & (signed < 0.0)]]] = True
+        return inside
 
     def _cached(self, before, count):
         """Whether the prepare cache is for this geometry (swept from `before`) and `count` particles."""
