@@ -39,6 +39,10 @@ from .self_contact import PASSES, SelfContact
 # its normal velocity change is zero.
 _FRICTION_BAND = 0.1
 
+# How far beyond the first iterate's motion (doubled) a mesh collider's candidates reach, as a
+# fraction of the median edge length (ContactStage._prepare_meshes). Also covers the friction band.
+_CANDIDATE_SLACK = 0.5
+
 
 def _pose(collider):
     """What moves a collider, as an array (None for collider kinds the stage does not move)."""
@@ -70,6 +74,7 @@ class ContactStage:
         self._poses = {}  # id(collider) -> (collider, pose at the end of the last frame)
         self._self = None
         self._frame = []
+        self._projected = {}
 
     # -- colliders over a frame ----------------------------------------------------------------
     def begin_frame(self, substeps: int) -> None:
@@ -90,6 +95,7 @@ class ContactStage:
         self._frame = frame
         self._substeps = substeps
         self._sweep = {}
+        self._projected = {}  # id(mesh collider) -> (what it projected against, what it returned)
 
     def begin_substep(self, sub: int) -> None:
         """Put the colliders where they are at the end of substep `sub` (1-based), remembering where
@@ -116,13 +122,29 @@ class ContactStage:
             return None
         movable = ~self.sim.model.pinned
         margin = self.sim.settings.collision_distance
+        prepared = []
 
         def constrain(x):
+            if not prepared:
+                self._prepare_meshes(x0, x, movable, margin)
+                prepared.append(True)
             # vertices only: the solver's next iterate moves them again; features are resolved
             # once the solver is done (finish)
             for collider in self.sim.colliders:
                 self._project(collider, x, x0, movable, margin, None)
         return constrain
+
+    def _prepare_meshes(self, x0, x, movable, margin) -> None:
+        """Once a substep, on the solver's first iterate x: every mesh collider looks up the
+        triangles near each particle's start x0, far enough for the rest of the substep."""
+        # The first iterate's motion, doubled, plus a slack for what the later iterations add; a
+        # particle that still goes farther is looked up afresh by the collider.
+        motion = 2.0 * np.linalg.norm(x - x0, axis=1) + _CANDIDATE_SLACK * self.sim.model.median_edge_length
+        for collider in self.sim.colliders:
+            if isinstance(collider, MeshCollider):
+                # a projection looks step + 2 reach around its end, itself up to `motion` from x0
+                reach = collider.thickness + margin
+                collider.prepare(x0, 2.0 * (motion + reach), movable, self._sweep.get(id(collider)))
 
     # -- after the solver --------------------------------------------------------------------------------
     def finish(self, x0, x1, y) -> None:
@@ -154,7 +176,17 @@ class ContactStage:
     def _project(self, collider, x, x0, movable, margin, features):
         """Project x out of one collider (no friction: finish applies it once per substep)."""
         if isinstance(collider, MeshCollider):
-            collider.project(x, x0, movable, margin, None, sweep_from=self._sweep.get(id(collider)))
+            sweep = self._sweep.get(id(collider))
+            key = (x0, sweep, collider.vertices, margin)
+            last = self._projected.get(id(collider))
+            # The solver's last iterate comes to finish as this collider left it, and a projection
+            # does not move its own result again (but for rounding, or a particle between two faces
+            # of a concave corner, which the next substep's iterations take up).
+            if (last is not None and all(a is b for a, b in zip(last[0], key, strict=True))
+                    and np.array_equal(last[1], x)):
+                return
+            collider.project(x, x0, movable, margin, None, sweep_from=sweep)
+            self._projected[id(collider)] = (key, x.copy())
         elif isinstance(collider, SphereCollider):
             collider.project(x, x0, movable, margin, None, features=features)
         else:

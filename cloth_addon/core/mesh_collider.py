@@ -3,18 +3,25 @@
 Same `project(positions, previous, movable, margin, friction)` as the analytic colliders
 (colliders.py). One call, on the particles the collider may move:
 
-1. Broad phase: a cKDTree over triangle centroids; a particle is tested against the triangles
-   whose centroid lies within  R + 2 reach + |step| + shift  of it (R: largest centroid-to-corner
-   distance, reach = thickness + margin, step: the particle's motion, shift: the collider's
-   largest vertex motion). That covers every triangle the particle's path could cross and every
-   triangle near where the response puts it.
+1. Broad phase: a particle is tested against every triangle that may come within
+   2 reach + |step| of where it ends (reach = thickness + margin, step: the particle's motion),
+   over the collider's sweep. That covers every triangle the particle's path could cross and
+   every triangle near where the response puts it. The pairs come from `prepare` (the contact
+   stage calls it once a substep) where what it remembered covers the query, else they are looked
+   up: small meshes test every pair's plane and bounding box at once, larger ones first take the
+   triangles whose centroid lies within R + that distance + shift (a cKDTree; R: largest
+   centroid-to-corner distance, shift: the collider's largest vertex motion); then a lower bound
+   of the distance (standing still) or the swept bounding box (moving) keeps the near ones.
 2. Continuous check: the signed distance of the particle to each candidate triangle's plane at
    the start (collider where the last `project` saw it) and at the end (collider now). A sign
    change whose interpolated crossing point lies inside the triangle is a crossing; the earliest
    one counts and the particle goes back to the side it came from, `reach` off the surface.
    Exact for translating colliders, first-order for rotating or deforming ones. Closed parts
    only stop particles entering from outside.
-3. Proximity: the exact closest point (Ericson's regions). On a closed part (every edge shared
+3. Proximity: the exact closest point. A pair's plane coordinates (height over the triangle's
+   plane, barycentrics of the foot) give it where the foot is inside the triangle, and a lower
+   bound elsewhere: only pairs whose bound beats the particle's best are tested by Ericson's
+   regions (particles beside an edge or a corner). On a closed part (every edge shared
    by two triangles) the side is decided by the angle-weighted pseudo-normal of the closest
    feature (Baerentzen & Aanaes 2005), which is exact for closed manifolds; inside points go
    out. On an open part the particle keeps its side (crossings were undone in step 2): a plane
@@ -29,6 +36,15 @@ import numpy as np
 
 from . import geometry
 from .colliders import _apply_friction, friction_coefficient
+
+# Meshes of up to this many triangles are paired with particles by testing every pair (one array
+# operation); larger ones through the centroid tree first. A box's few triangles are so large that
+# the tree would pair nearly every particle with all of them anyway.
+_DENSE_TRIANGLES = 64
+
+# prepare() looks this much further than asked, so that the next substeps of a cloth that moves
+# little can keep what it found.
+_SPARE = 1.25
 
 # Barycentric slack of the crossing test, so a path through a shared edge hits one of the two.
 _CROSS_SLACK = 1e-7
@@ -73,6 +89,7 @@ class MeshCollider:
         self.vertices = vertices
         self.previous_vertices = vertices  # where the last project() saw the collider
         self._geometry_of = None
+        self._cache = None  # MeshCollider.prepare's candidates
 
     # -- topology (fixed) -----------------------------------------------------------------
     def _topology(self):
@@ -90,7 +107,11 @@ class MeshCollider:
     # -- moving ---------------------------------------------------------------------------
     def update(self, vertices) -> None:
         """Move or deform the collider: (v, 3) new vertex positions, same topology, m."""
-        self.vertices = _as_vertices(vertices, len(self.vertices))
+        vertices = _as_vertices(vertices, len(self.vertices))
+        # Same positions keep the same array: everything that compares identities (the per-geometry
+        # data, the contact stage's sweep, the candidate cache) then knows the collider stood still.
+        if not np.array_equal(vertices, self.vertices):
+            self.vertices = vertices
 
     def _refresh(self):
         """Per-geometry data (normals, pseudo-normals, centroid tree), rebuilt when vertices change."""
@@ -123,20 +144,35 @@ class MeshCollider:
                                                np.repeat(normal[:, axis], 3), self._edge_count)
         centroid = corners.mean(axis=1)
         self._normal, self._vertex_normal, self._edge_normal = normal, vertex_normal, edge_normal
+        # Per triangle, the pseudo-normal of each region (geometry.FACE, VERTEX_A..C, EDGE_AB..CA).
+        self._features = np.concatenate([normal[:, None], vertex_normal[tris], edge_normal[self._tri_edges]],
+                                        axis=1).reshape(-1, 3)
         self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
         self._tree = cKDTree(centroid)
+        self._lo, self._hi = corners.min(axis=1), corners.max(axis=1)
+        # Plane coordinates: (p - a) . [n, g1, g2] = (height over the plane, barycentric v, w), with
+        # g1, g2 the in-plane duals of the edges AB, AC; NaN for zero-area triangles.
+        e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+        d00, d01, d11 = (np.einsum("ij,ij->i", x, y) for x, y in ((e1, e1), (e1, e2), (e2, e2)))
+        denom = d00 * d11 - d01 * d01
+        twice_area = np.sqrt(np.maximum(denom, 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            denom = np.where(denom > 0.0, denom, np.nan)[:, None]
+            duals = ((d11[:, None] * e1 - d01[:, None] * e2) / denom,
+                     (d00[:, None] * e2 - d01[:, None] * e1) / denom)
+            # distance of each corner to the line of the opposite edge
+            opposite = corners[:, [2, 0, 1]] - corners[:, [1, 2, 0]]
+            self._altitude = twice_area[:, None] / np.linalg.norm(opposite, axis=2)
+        self._frame = np.stack([normal, *duals], axis=1)
+        self._frame_offset = np.einsum("ikj,ij->ik", self._frame, corners[:, 0])
+        self._offset = self._frame_offset[:, 0]
+        closed = corners[self.closed].reshape(-1, 3)
+        self._closed_box = (closed.min(axis=0), closed.max(axis=0)) if len(closed) else None
         self._geometry_of = self.vertices
 
     def _pseudo_normal(self, tri, region):
         """(k, 3) pseudo-normal of the closest feature (face, edge or vertex) of triangles `tri`."""
-        out = self._normal[tri].copy()
-        for r, corner in ((geometry.VERTEX_A, 0), (geometry.VERTEX_B, 1), (geometry.VERTEX_C, 2)):
-            m = region == r
-            out[m] = self._vertex_normal[self.triangles[tri[m], corner]]
-        for r, edge in ((geometry.EDGE_AB, 0), (geometry.EDGE_BC, 1), (geometry.EDGE_CA, 2)):
-            m = region == r
-            out[m] = self._edge_normal[self._tri_edges[tri[m], edge]]
-        return out
+        return np.take(self._features, tri * 7 + region, axis=0)
 
     def _pairs(self, points, radius):
         """(particle rows, triangle indices) of centroids within `radius` (scalar or (k,)) of points."""
@@ -163,7 +199,7 @@ class MeshCollider:
         triangle = np.full(k, -1, dtype=np.int64)
         if len(rows) == 0:
             return closest, distance, inside, triangle
-        sel, q, d, t, reg, _ = self._nearest(points, rows, tri, self.vertices)
+        sel, q, d, t, reg, _ = self._nearest(points, rows, tri)
         keep = d <= max_distance
         sel, q, d, t, reg = sel[keep], q[keep], d[keep], t[keep], reg[keep]
         closest[sel], distance[sel], triangle[sel] = q, d, t
@@ -171,16 +207,90 @@ class MeshCollider:
         inside[sel] = self.closed[t] & (np.einsum("ij,ij->i", points[sel] - q, normal) < 0.0)
         return closest, distance, inside, triangle
 
-    def _nearest(self, points, rows, tri, vertices):
-        """Per point (that has pairs), its nearest pair: (rows, q, distance, triangle, region, bary)."""
-        corners = vertices[self.triangles[tri]]
-        q, bary, region = geometry.closest_points(points[rows], corners[:, 0], corners[:, 1], corners[:, 2])
-        dist = np.linalg.norm(points[rows] - q, axis=1)
-        order = np.lexsort((dist, rows))
-        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
-        return rows[first], q[first], dist[first], tri[first], region[first], bary[first]
+    def _plane_coordinates(self, points, rows, tri):
+        """(m, 3) height of points[rows] over the planes of triangles tri, and its barycentric v, w."""
+        if self._all_prepared(tri):
+            frame, offset, _ = self._cache[8]
+        else:  # np.take: a fraction of the cost of fancy indexing on these small arrays
+            frame, offset = np.take(self._frame, tri, axis=0), np.take(self._frame_offset, tri, axis=0)
+        return np.einsum("ij,ikj->ik", np.take(points, rows, axis=0), frame) - offset
+
+    def _all_prepared(self, tri):
+        """Whether tri is every pair prepare found, unchanged (their triangle data is gathered)."""
+        return self._cache is not None and tri is self._cache[7]
+
+    def _nearest(self, points, rows, tri, plane=None):
+        """Per point that has pairs, its nearest pair: (rows (ascending), q, distance, triangle,
+        region, bary). plane: the pairs' _plane_coordinates, if known."""
+        if plane is None:
+            plane = self._plane_coordinates(points, rows, tri)
+        height = plane[:, 0]
+        # Where the foot on the plane is inside the triangle the height is the exact distance; only
+        # pairs whose lower bound beats every such distance of their point need the full
+        # closest-point test (mostly points beside an edge or a corner).
+        outside = self._outside(plane, tri)
+        face = outside <= 0.0
+        dist = np.where(face, np.abs(height), np.inf)
+        best = np.full(len(points), np.inf)
+        np.minimum.at(best, rows, dist)
+        bound = height * height + np.maximum(outside, 0.0) ** 2
+        full = np.flatnonzero(~face & ~(bound >= np.take(best, rows) ** 2))
+        if len(full):
+            corners = self.vertices[self.triangles[tri[full]]]
+            at = np.take(points, rows[full], axis=0)
+            q_full, bary_full, region_full = geometry.closest_points(at, *(corners[:, k] for k in range(3)))
+            gap = at - q_full
+            dist[full] = np.sqrt(np.einsum("ij,ij->i", gap, gap))
+            np.minimum.at(best, rows[full], dist[full])
+        # the first pair of each point at its least distance
+        equal = np.flatnonzero(dist == np.take(best, rows))
+        win = np.full(len(points), len(rows))
+        np.minimum.at(win, rows[equal], equal)
+        sel = np.flatnonzero(win < len(rows))
+        win = win[sel]
+        t, d, height, plane = tri[win], dist[win], height[win], np.take(plane, win, axis=0)
+        q = np.take(points, sel, axis=0) - height[:, None] * np.take(self._normal, t, axis=0)
+        bary = np.stack([1.0 - plane[:, 1] - plane[:, 2], plane[:, 1], plane[:, 2]], axis=1)
+        region = np.full(len(win), geometry.FACE, dtype=np.int8)
+        if len(full):
+            where = np.minimum(np.searchsorted(full, win), len(full) - 1)
+            exact = np.flatnonzero(full[where] == win)
+            where = where[exact]
+            q[exact], bary[exact], region[exact] = q_full[where], bary_full[where], region_full[where]
+        return sel, q, d, t, region, bary
 
     # -- collision ----------------------------------------------------------------------------
+    def prepare(self, positions, radius, movable, sweep_from=None) -> None:
+        """Remember the triangles near each particle, so that later `project` and `contact_normals`
+        calls test only those while the collider stays where it is now.
+
+        positions: (n, 3) m; radius: scalar or (n,) m, how far around each particle to look;
+        movable: (n,) bool; sweep_from: (v, 3) or None, as for `project` (the triangles are taken
+        over their sweep from there to now). A later call still checks every particle: one whose
+        query reaches beyond what was remembered is looked up afresh. Keeps what an earlier call
+        remembered when that covers this one."""
+        before = self.previous_vertices if sweep_from is None else sweep_from
+        self._refresh()
+        radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), len(positions))
+        cache = self._cache
+        if self._cached(before, len(positions)) and cache[1] is before:
+            gap = positions - cache[2]
+            if np.all(np.sqrt(np.einsum("ij,ij->i", gap, gap)) + radius <= cache[3], where=movable):
+                return  # what is remembered already covers it (a cloth at rest on a still mesh)
+        positions = np.array(positions, dtype=np.float64)
+        limit = np.where(movable, radius * _SPARE, -np.inf)
+        idx = np.flatnonzero(movable)
+        rows, tri = self._near(positions[idx], limit[idx], before)
+        has = np.zeros(len(positions), dtype=bool)
+        has[idx[rows]] = True
+        ids = np.flatnonzero(has)
+        rank = np.cumsum(has) - 1
+        # the pairs' triangle data, gathered once for the calls that use every remembered pair
+        per_pair = (np.take(self._frame, tri, axis=0), np.take(self._frame_offset, tri, axis=0),
+                    np.take(self._altitude, tri, axis=0))
+        self._cache = (self.vertices, before, positions, limit, has, ids, rank[idx[rows]], tri, per_pair,
+                       self._inside(positions, movable & ~has))
+
     def project(self, positions, previous, movable, margin=0.0, friction=0.0, sweep_from=None):
         """Push particles out of the mesh and undo crossings (in place on `positions`).
 
@@ -199,114 +309,250 @@ class MeshCollider:
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement
         (k, 3) at the contact from vertices `start` (v, 3) to now, or None)."""
-        rows = np.flatnonzero(movable)
-        _, distance, _, triangle = self.closest(positions[rows], max_distance=self.thickness + margin)
-        hit = np.isfinite(distance)
-        rows, triangle = rows[hit], triangle[hit]
-        corners = self.vertices[self.triangles[triangle]]
-        q, bary, region = geometry.closest_points(positions[rows], *(corners[:, k] for k in range(3)))
-        gap = positions[rows] - q
-        dist = np.linalg.norm(gap, axis=1)
-        normal = self._pseudo_normal(triangle, region)
-        normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
-        away = dist > 1e-9
-        normal[away] = gap[away] / dist[away, None]
+        self._refresh()
+        reach = self.thickness + float(margin)
+        idx, rows, tri = self._select(positions, movable, reach, self.vertices)
+        points = np.take(positions, idx, axis=0)
+        plane = self._plane_coordinates(points, rows, tri)
+        # a pair farther than reach even by its lower bound is neither a contact nor nearer than one
+        bound = plane[:, 0] ** 2 + np.maximum(self._outside(plane, tri), 0.0) ** 2
+        near = np.flatnonzero(~(bound > reach * reach))
+        if len(near) == 0:
+            return near, np.zeros((0, 3)), None if start is None else np.zeros((0, 3))
+        sel, q, dist, triangle, region, bary = self._nearest(points, rows[near], tri[near], plane[near])
+        hit = dist <= reach
+        if not np.all(hit):
+            sel, q, dist, triangle, region, bary = (a[hit] for a in (sel, q, dist, triangle, region, bary))
+        rows = idx[sel]
+        if np.any(rows[1:] < rows[:-1]):  # particle order, whatever order the candidates came in
+            order = np.argsort(rows)
+            rows, q, dist, triangle, region, bary = (a[order] for a in
+                                                     (rows, q, dist, triangle, region, bary))
+        on = np.flatnonzero(dist <= 1e-9)
+        normal = (positions[rows] - q) / np.where(dist > 1e-9, dist, 1.0)[:, None]
+        if len(on):  # on the surface itself: the feature's pseudo-normal
+            pn = self._pseudo_normal(triangle[on], region[on])
+            normal[on] = pn / np.maximum(np.linalg.norm(pn, axis=1), 1e-300)[:, None]
         moved = None
-        if start is not None:
-            moved = np.einsum("ij,ijk->ik", bary, (self.vertices - start)[self.triangles[triangle]])
+        if start is self.vertices:
+            moved = np.zeros((len(rows), 3))
+        elif start is not None:
+            corners = (self.vertices - start)[self.triangles[triangle]]
+            moved = bary[:, :1] * corners[:, 0] + bary[:, 1:2] * corners[:, 1] + bary[:, 2:] * corners[:, 2]
         return rows, normal, moved
 
     def _vertex_contacts(self, positions, previous, movable, reach, friction, before):
         """Cloth vertices against the mesh: crossings undone, then proximity (module docstring)."""
         mu = friction_coefficient(self, friction)
         motion = self.vertices - before if before is not self.vertices else None
-        shift = 0.0 if motion is None else float(np.linalg.norm(motion, axis=1).max())
-        idx = np.flatnonzero(movable)
-        if len(idx) == 0:
-            return
-        p, p0 = positions[idx], previous[idx]
-        step = np.linalg.norm(p - p0, axis=1)
-        # Cheap reject: particles whose whole path stays outside the collider's swept bounding box.
-        lo = np.minimum(self.vertices.min(axis=0), before.min(axis=0)) - reach
-        hi = np.maximum(self.vertices.max(axis=0), before.max(axis=0)) + reach
-        near = np.all((np.maximum(p, p0) >= lo) & (np.minimum(p, p0) <= hi), axis=1)
-        if not np.any(near):
-            return
-        idx, p, p0, step = idx[near], p[near], p0[near], step[near]
-        rows, tri = self._pairs(p, self._radius + 2.0 * reach + step + shift)
-        rows, tri = self._add_deep(p, rows, tri)
+        # Every triangle the path previous -> positions can cross is within the step of its end,
+        # and every triangle near where the response puts it within step + 2 reach.
+        step = positions - previous
+        step = np.sqrt(np.einsum("ij,ij->i", step, step))
+        idx, rows, tri = self._select(positions, movable, step + 2.0 * reach, before)
         if len(rows) == 0:
             return
-        p = p.copy()
-        self._crossings(p, p0, rows, tri, before, reach, mu, motion)
-        self._proximity(p, p0, rows, tri, reach, mu, motion)
-        positions[idx] = p
+        # every particle near the mesh (ids are distinct): work in place
+        whole = len(idx) == len(positions) and not np.any(idx[1:] < idx[:-1])
+        p = positions if whole else np.take(positions, idx, axis=0)
+        p0 = previous if whole else np.take(previous, idx, axis=0)
+        plane = self._plane_coordinates(p, rows, tri)
+        moved = self._crossings(p, p0, rows, tri, plane, before, reach, mu, motion)
+        if len(moved):
+            again = np.zeros(len(idx), dtype=bool)
+            again[moved] = True
+            again = np.flatnonzero(np.take(again, rows))
+            plane[again] = self._plane_coordinates(p, rows[again], tri[again])
+        self._proximity(p, p0, rows, tri, plane, np.take(step, idx) + 2.0 * reach, reach, mu, motion)
+        if not whole:
+            positions[idx] = p
+
+    def _select(self, points, movable, need, before):
+        """Candidate pairs: (particle ids (k,), rows (m,) into them, triangles (m,)) with every
+        triangle (swept from `before` to now) within `need` (scalar or (n,), m) of each movable
+        point of points (n, 3), and for a point deep inside a closed part the triangles that can
+        hold its closest point. From the `prepare` cache where it covers the query."""
+        if not self._cached(before, len(points)):
+            return self._lookup(points, np.flatnonzero(movable), need, before)
+        _, _, centre, limit, has, ids, rows, tri, _, inside = self._cache
+        gap = points - centre
+        fresh = movable & (np.sqrt(np.einsum("ij,ij->i", gap, gap)) + need > limit)
+        # A particle with no triangle within its limit stays on the side it was on while it stays
+        # within the limit: only those that were inside a closed part need the deep search.
+        fresh |= movable & inside
+        keep = np.take(movable & ~fresh, ids)
+        if not np.all(keep):
+            pair = keep[rows]
+            rows, tri = (np.cumsum(keep) - 1)[rows[pair]], tri[pair]
+            ids = ids[keep]
+        more = np.flatnonzero(fresh)
+        if len(more) == 0:
+            return ids, rows, tri
+        more, more_rows, more_tri = self._lookup(points, more, need, before)
+        return (np.concatenate([ids, more]), np.concatenate([rows, more_rows + len(ids)]),
+                np.concatenate([tri, more_tri]))
+
+    def _inside(self, points, which):
+        """(n,) bool: which of points (n, 3) (those in the mask `which`) are inside a closed part."""
+        inside = np.zeros(len(points), dtype=bool)
+        if self._closed_box is None:
+            return inside
+        low, high = self._closed_box
+        at = np.flatnonzero(which & np.all((points >= low) & (points <= high), axis=1))
+        if len(at):
+            points = points[at]
+            sel, q, _, t, region, _ = self._nearest(points, *self._deep_pairs(points))
+            signed = np.einsum("ij,ij->i", points[sel] - q, self._pseudo_normal(t, region))
+            inside[at[sel[self.closed[t] & (signed < 0.0)]]] = True
+        return inside
+
+    def _cached(self, before, count):
+        """Whether the prepare cache is for this geometry (swept from `before`) and `count` particles."""
+        cache = self._cache
+        # (a cache over the sweep also holds every triangle near the collider where it is now)
+        return (cache is not None and cache[0] is self.vertices and len(cache[2]) == count
+                and (cache[1] is before or before is self.vertices))
+
+    def _lookup(self, points, ids, need, before):
+        """_select without the cache, for the particles `ids` (k,) only."""
+        p = points[ids]
+        rows, tri = self._near(p, np.broadcast_to(need, len(points))[ids], before)
+        rows, tri = self._add_deep(p, rows, tri)
+        used = np.zeros(len(ids), dtype=bool)
+        used[rows] = True
+        return ids[used], (np.cumsum(used) - 1)[rows], tri
+
+    def _near(self, points, radius, before):
+        """(rows, triangles) int64: the pairs of points (k, 3) and triangles that may
+        come within radius (k,) of the point: over the sweep from `before` to now, the triangle's
+        bounding box does; standing still, a lower bound of the distance (_outside) does."""
+        still = before is self.vertices
+        if still:
+            lo, hi = self._lo, self._hi
+        else:
+            start = before[self.triangles]
+            lo = np.minimum(self._lo, start.min(axis=1))
+            hi = np.maximum(self._hi, start.max(axis=1))
+        reach = radius[:, None]
+        rows = np.flatnonzero(np.all((points + reach >= lo.min(axis=0)) & (points - reach <= hi.max(axis=0)),
+                                     axis=1))
+        p, radius = points[rows], radius[rows]
+        count = len(self.triangles)
+        if count <= _DENSE_TRIANGLES:
+            if still:
+                pr, tri = np.nonzero(np.abs(p @ self._normal.T - self._offset) <= radius[:, None])
+            else:
+                pr, tri = np.repeat(np.arange(len(p)), count), np.tile(np.arange(count), len(p))
+        else:
+            shift = 0.0 if still else float(np.linalg.norm(self.vertices - before, axis=1).max())
+            pr, tri = self._pairs(p, self._radius + radius + shift)
+        if still:
+            plane = self._plane_coordinates(p, pr, tri)
+            bound = plane[:, 0] ** 2 + np.maximum(self._outside(plane, tri), 0.0) ** 2
+            keep = ~(bound > radius[pr] ** 2)  # zero-area triangles (NaN) stay
+        else:
+            q = p[pr]
+            gap = np.maximum(lo[tri] - q, 0.0) + np.maximum(q - hi[tri], 0.0)
+            keep = np.einsum("ij,ij->i", gap, gap) <= radius[pr] ** 2
+        return rows[pr[keep]], tri[keep]
+
+    def _outside(self, plane, tri):
+        """(m,) how far the foot of each pair's point on its triangle's plane lies outside the
+        triangle, at least (distance to the farthest edge line it is beyond; <= 0 inside)."""
+        v, w = plane[:, 1], plane[:, 2]
+        alt = self._cache[8][2] if self._all_prepared(tri) else np.take(self._altitude, tri, axis=0)
+        return np.maximum(np.maximum((v + w - 1.0) * alt[:, 0], -v * alt[:, 1]), -w * alt[:, 2])
 
     def _add_deep(self, p, rows, tri):
         """Pairs for particles deep inside a closed part (beyond the band the broad phase sees):
         the triangles that can hold their exact closest point, so that they are pushed out too."""
         if not np.any(self.closed):
             return rows, tri
-        closed_corners = self.vertices[self.triangles[self.closed]].reshape(-1, 3)
         lonely = np.ones(len(p), dtype=bool)
         lonely[rows] = False
-        lonely &= np.all((p >= closed_corners.min(axis=0)) & (p <= closed_corners.max(axis=0)), axis=1)
+        lonely &= np.all((p >= self._closed_box[0]) & (p <= self._closed_box[1]), axis=1)
         if not np.any(lonely):
             return rows, tri
         which = np.flatnonzero(lonely)
-        # The closest triangle's centroid is at most (distance to the nearest centroid) + R away.
-        nearest, _ = self._tree.query(p[which], k=1)
-        more_rows, more_tri = self._pairs(p[which], nearest + self._radius * (1.0 + 1e-9))
+        more_rows, more_tri = self._deep_pairs(p[which])
         return np.concatenate([rows, which[more_rows]]), np.concatenate([tri, more_tri])
 
-    def _crossings(self, p, p0, rows, tri, before, reach, mu, motion):
-        """Undo crossings of the surface during the step (particle and collider both moving)."""
-        tris = self.triangles[tri]
-        n1 = self._normal[tri]
-        n0 = n1 if motion is None else geometry.triangle_normals(before, self.triangles)[tri]
-        if motion is not None and np.any(self.closed):
-            # The closed part's orientation was fixed on the current geometry; follow it at the start.
-            flip = np.einsum("ij,ij->i", n0, n1) < 0.0
-            n0[flip] *= -1.0
-        h0 = np.einsum("ij,ij->i", p0[rows] - before[tris[:, 0]], n0)
-        h1 = np.einsum("ij,ij->i", p[rows] - self.vertices[tris[:, 0]], n1)
-        crossing = (h0 > 0.0) != (h1 > 0.0)
-        crossing &= ~self.closed[tri] | (h0 > 0.0)  # closed parts: only entering from outside
-        if not np.any(crossing):
-            return
-        rows, tri, tris, h0, h1 = rows[crossing], tri[crossing], tris[crossing], h0[crossing], h1[crossing]
+    def _deep_pairs(self, points):
+        """(rows, triangles): for each of points (k, 3), every triangle that can hold its closest point."""
+        # The closest triangle's centroid is at most (distance to the nearest centroid) + R away.
+        nearest, _ = self._tree.query(points, k=1)
+        return self._pairs(points, nearest + self._radius * (1.0 + 1e-9))
+
+    def _crossings(self, p, p0, rows, tri, plane, before, reach, mu, motion):
+        """Undo crossings of the surface during the step (particle and collider both moving).
+
+        plane: (m, 3) _plane_coordinates of p[rows]. Returns the rows it moved."""
+        h1 = plane[:, 0]
+        if motion is None:
+            h0 = (np.einsum("ij,ij->i", np.take(p0, rows, axis=0), np.take(self._normal, tri, axis=0))
+                  - np.take(self._offset, tri))
+        else:
+            n1 = self._normal[tri]
+            n0 = geometry.triangle_normals(before, self.triangles)[tri]
+            if np.any(self.closed):
+                # The closed part's orientation was fixed on the current geometry; follow it at the start.
+                flip = np.einsum("ij,ij->i", n0, n1) < 0.0
+                n0[flip] *= -1.0
+            h0 = np.einsum("ij,ij->i", p0[rows] - before[self.triangles[tri, 0]], n0)
+        above = h0 > 0.0
+        crossing = above != (h1 > 0.0)
+        crossing &= above | ~np.take(self.closed, tri)  # closed parts: only entering from outside
+        crossing = np.flatnonzero(crossing)
+        if len(crossing) == 0:
+            return rows[:0]
+        rows, tri, h0, h1, plane = rows[crossing], tri[crossing], h0[crossing], h1[crossing], plane[crossing]
         t = h0 / (h0 - h1)
-        at = t[:, None]
-        start, end = before[tris], self.vertices[tris]  # (k, 3 corners, 3)
-        corners = [start[:, k] + at * (end[:, k] - start[:, k]) for k in range(3)]
-        x = p0[rows] + at * (p[rows] - p0[rows])
-        bary = geometry.barycentric(x, *corners)
-        hit = np.all(bary >= -_CROSS_SLACK, axis=1)
+        if motion is None:
+            # plane coordinates are affine in the point: those of the crossing point directly
+            start = self._plane_coordinates(p0, rows, tri)
+            v, w = (start[:, k] + t * (plane[:, k] - start[:, k]) for k in (1, 2))
+            hit = (v >= -_CROSS_SLACK) & (w >= -_CROSS_SLACK) & (1.0 - v - w >= -_CROSS_SLACK)
+        else:
+            at = t[:, None]
+            tris = self.triangles[tri]
+            start, end = before[tris], self.vertices[tris]  # (k, 3 corners, 3)
+            corners = [start[:, k] + at * (end[:, k] - start[:, k]) for k in range(3)]
+            x = p0[rows] + at * (p[rows] - p0[rows])
+            hit = np.all(geometry.barycentric(x, *corners) >= -_CROSS_SLACK, axis=1)
         if not np.any(hit):
-            return
-        rows, tri, t, h0 = rows[hit], tri[hit], t[hit], h0[hit]
+            return rows[:0]
+        rows, tri, t, h0, plane = rows[hit], tri[hit], t[hit], h0[hit], plane[hit]
         order = np.lexsort((t, rows))
-        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
+        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]  # the earliest, rows ascending
         rows, tri, h0 = rows[first], tri[first], h0[first]
-        corners = self.vertices[self.triangles[tri]]
-        q, bary, _ = geometry.closest_points(p[rows], corners[:, 0], corners[:, 1], corners[:, 2])
+        _, q, _, _, _, bary = self._nearest(p, rows, tri, plane[first])
         side = np.where(h0 >= 0.0, 1.0, -1.0)[:, None] * self._normal[tri]
         depth = reach - np.einsum("ij,ij->i", p[rows] - q, side)
         p[rows] = q + side * reach
         self._friction(p, p0, rows, tri, bary, side, depth, mu, motion)
+        return rows
 
-    def _proximity(self, p, p0, rows, tri, reach, mu, motion):
-        """Push particles within reach of the surface (or inside a closed part) out to reach."""
-        sel, q, d, t, reg, bary = self._nearest(p, rows, tri, self.vertices)
+    def _proximity(self, p, p0, rows, tri, plane, covered, reach, mu, motion):
+        """Push particles within reach of the surface (or inside a closed part) out to reach.
+
+        plane: (m, 3) _plane_coordinates of p[rows]; covered: (k,) m, the pairs hold every triangle
+        this close to each of p."""
+        sel, q, d, t, reg, bary = self._nearest(p, rows, tri, plane)
         normal = self._pseudo_normal(t, reg)
-        offset = p[sel] - q
+        offset = np.take(p, sel, axis=0) - q
         signed = np.einsum("ij,ij->i", offset, normal)
         inside = self.closed[t] & (signed < 0.0)
+        deep = np.flatnonzero(inside & (d > np.take(covered, sel)))
+        if len(deep):
+            # deeper inside than the pairs reach: the nearest triangle may be none of them
+            at = p[sel[deep]]
+            _, q[deep], d[deep], t[deep], reg[deep], bary[deep] = self._nearest(at, *self._deep_pairs(at))
+            normal[deep] = self._pseudo_normal(t[deep], reg[deep])
+            offset[deep] = at - q[deep]
+            inside[deep] = self.closed[t[deep]] & (np.einsum("ij,ij->i", offset[deep], normal[deep]) < 0.0)
         hit = inside | (d < reach)
         if not np.any(hit):
             return
-        sel, q, d, t, bary, offset, normal, inside = (
-            a[hit] for a in (sel, q, d, t, bary, offset, normal, inside))
         tiny = d <= 1e-12 * max(reach, 1e-3)
         direction = offset / np.where(tiny, 1.0, d)[:, None]
         direction[inside] *= -1.0
@@ -317,9 +563,14 @@ class MeshCollider:
             came = np.einsum("ij,ij->i", p0[sel[tiny]] - q[tiny], pn) < 0.0
             pn[came & ~self.closed[t[tiny]]] *= -1.0
             direction[tiny] = pn
-        depth = np.where(inside, reach + d, reach - d)
-        p[sel] = q + direction * reach
-        self._friction(p, p0, sel, t, bary, direction, depth, mu, motion)
+        out = q + direction * reach
+        hit = np.flatnonzero(hit)  # (all of them, for a cloth lying on the mesh)
+        if len(hit) < len(sel):
+            sel, out = sel[hit], out[hit]
+        p[sel] = out
+        if mu and mu > 0.0:
+            t, bary, direction, d, inside = (a[hit] for a in (t, bary, direction, d, inside))
+            self._friction(p, p0, sel, t, bary, direction, np.where(inside, reach + d, reach - d), mu, motion)
 
     def _friction(self, p, p0, rows, tri, bary, normal, depth, mu, motion):
         """Friction on the motion relative to the collider's surface at the contact point."""

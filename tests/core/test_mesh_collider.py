@@ -182,3 +182,56 @@ def test_update_with_other_topology_raises():
     collider = MeshCollider([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
     with pytest.raises(ValueError, match="same topology"):
         collider.update(np.zeros((4, 3)))
+
+
+@pytest.mark.parametrize("shape", ["sphere", "notched_box"])  # tree and dense candidate searches
+@pytest.mark.parametrize("moving", [False, True])
+def test_prepared_candidates_give_the_same_contacts_as_a_fresh_lookup(shape, moving):
+    vertices, triangles = uv_sphere(0.5, 16, 8) if shape == "sphere" else _box()
+    start = vertices - (0.03, 0.0, 0.02) if moving else vertices
+    rng = np.random.default_rng(4)
+    centre = vertices.mean(axis=0)
+    direction = rng.normal(size=(300, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    previous = centre + direction * rng.uniform(0.3, 0.7, size=(300, 1))
+    positions = previous + rng.normal(scale=0.01, size=(300, 3))
+    # fast particles, far from the surface when the candidates were looked up: through it
+    positions[:30] = centre + 0.2 * direction[:30]
+    movable = np.ones(300, dtype=bool)
+    movable[-5:] = False
+    results = []
+    for prepared in (False, True):
+        collider = MeshCollider(start, triangles, thickness=0.002)
+        collider.update(vertices)
+        if prepared:
+            collider.prepare(previous, 0.03, movable, sweep_from=start)
+        moved = positions.copy()
+        collider.project(moved, previous, movable, margin=0.005, friction=None, sweep_from=start)
+        results.append((moved, *collider.contact_normals(moved, 0.01, movable, start)))
+        _, _, inside, _ = collider.closest(moved)
+        assert not inside[:30].any(), "a particle crossing the surface is caught, whatever the cache"
+    (x, rows, normal, surface), (x_prepared, rows_prepared, normal_prepared, surface_prepared) = results
+    assert np.allclose(x, x_prepared, atol=1e-12)
+    assert np.array_equal(rows, rows_prepared) and len(rows) > 50
+    assert np.allclose(normal, normal_prepared, atol=1e-9)
+    assert np.allclose(surface, surface_prepared, atol=1e-12)
+
+
+def test_update_with_the_same_vertices_keeps_the_collider_still():
+    collider = MeshCollider([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
+    vertices = collider.vertices
+    collider.update(vertices.copy())
+    assert collider.vertices is vertices
+    collider.update(vertices + (0.0, 0.0, 0.1))
+    assert collider.vertices is not vertices and collider.vertices[0, 2] == pytest.approx(0.1)
+
+
+def test_prepared_for_another_cloth_is_not_used():
+    vertices, triangles = uv_sphere(0.5, 16, 8)
+    collider = MeshCollider(vertices, triangles)
+    collider.prepare(np.zeros((50, 3)), 0.1, np.ones(50, dtype=bool))  # a cloth of 50 particles
+    positions, previous, movable = _particles([(0.0, 0.0, 0.45), (0.0, 0.0, 0.8)])  # and one of 2
+    collider.project(positions, previous, movable, margin=0.01, friction=0.0)
+    _, distance, inside, _ = collider.closest(positions)
+    assert not inside.any() and distance[0] == pytest.approx(0.01)
+    assert positions[1] == pytest.approx((0.0, 0.0, 0.8))
