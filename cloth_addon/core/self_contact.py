@@ -4,12 +4,14 @@ Per substep, with x0 the (crossing-free) start and x1 the solver's end:
 
 1. Candidates (kept over substeps while they hold). Vertex-triangle and edge-edge pairs that
    can come within the gap d. Motion is split into the cloth's mean displacement, which no pair
-   feels, and each vertex's deviation from it; two features can only meet if their bounding
-   spheres at the reference positions are closer than d plus both deviations. Each vertex gets
-   a budget (a few times its deviation over the substep, plus a slack); a k-d tree over the
-   reference positions finds the pairs within the budgets, and the set holds for any later
-   positions at which no vertex deviates from the reference by more than its budget (one check
-   per substep; a falling or swinging sheet keeps its set for several substeps). Features that
+   feels, and each vertex's deviation from it. Each vertex gets a budget (a few times its
+   deviation over a substep, plus a slack); a k-d tree finds the pairs whose exact gap at the
+   reference positions is within d plus their features' budgets, and stores that gap. While no
+   vertex deviates from the reference by more than its budget, every other pair stays further
+   apart than d, and a candidate's gap is at least its reference gap less its features'
+   deviations since: a scalar test per pair drops most before any geometry. A vertex that
+   outruns its budget gets a larger one and the pairs that brings within reach are added
+   (`cover`); a falling or swinging sheet keeps its set for several substeps. Features that
    share a vertex are never pairs.
 2. Proximity (`separate`, a few passes, interleaved with the colliders by the contact stage).
    Pairs closer than d at the end are pushed apart along the side they were on at the start:
