@@ -294,6 +294,9 @@ def build(scene: Scene, way: Way, last: int):
         cloth.keyframe_insert("location", frame=1)
         cloth.location.z -= depth
         cloth.keyframe_insert("location", frame=1 + frames)
+        # back to what frame 1's animation says: the location was edited after its key, and the
+        # add-on takes the rest shape where the object is when Make Cloth runs
+        bpy.context.scene.frame_set(1)
     for other in bpy.context.view_layer.objects:
         other.select_set(False)
     cloth.select_set(True)

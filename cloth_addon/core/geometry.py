@@ -179,10 +179,15 @@ def ball_pairs(tree, points, radius):
     return rows, np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
 
 
-def sphere_pairs(points, point_radius, centres, centre_radius):
+class TooManyPairs(RuntimeError):
+    """sphere_pairs would list more pairs than its limit."""
+
+
+def sphere_pairs(points, point_radius, centres, centre_radius, limit=None):
     """(point rows (k,), centre rows (k,)) int64: the pairs whose spheres overlap,
     |points_i - centres_j| <= point_radius_i + centre_radius_j. points (p, 3), centres (c, 3),
-    radii (p,) and (c,) m, >= 0.
+    radii (p,) and (c,) m, >= 0. limit: raise TooManyPairs instead of listing more candidate
+    pairs than this (counted before any list is made); None: no limit.
 
     A k-d tree query needs one search radius per point, so the centres are grouped by radius in
     powers of two and each group is searched with its own largest radius: one large sphere
@@ -195,11 +200,19 @@ def sphere_pairs(points, point_radius, centres, centre_radius):
     level = np.zeros(len(centres), dtype=np.int64)
     if top > 0.0:
         level = np.floor(np.log2(np.maximum(centre_radius, top / 64.0) / top)).astype(np.int64)
-    rows, cols = [], []
+    groups = []
     for value in np.unique(level):  # at most seven groups
         members = np.flatnonzero(level == value)
-        i, j = ball_pairs(cKDTree(centres[members]), points,
-                          point_radius + float(centre_radius[members].max()))
+        radius = point_radius + float(centre_radius[members].max())
+        groups.append((members, cKDTree(centres[members]), radius))
+    if limit is not None:
+        count = sum(int(tree.query_ball_point(points, radius, return_length=True).sum())
+                    for _, tree, radius in groups)
+        if count > limit:
+            raise TooManyPairs(f"{count} sphere pairs, more than {limit}")
+    rows, cols = [], []
+    for members, tree, radius in groups:
+        i, j = ball_pairs(tree, points, radius)
         j = members[j]
         offset = points[i] - centres[j]
         keep = np.einsum("ij,ij->i", offset, offset) <= (point_radius[i] + centre_radius[j]) ** 2

@@ -46,6 +46,9 @@ SLACK = 0.25
 # The candidates are found afresh when more than this fraction of the vertices outrun their
 # budgets at once (rather than growing the budgets of those).
 REBUILD = 0.25
+# Budgets that would bring more sphere pairs than this many per vertex are cut to the substep's
+# own motion (memory: a cloth flung about must not list every pair of its features).
+PAIR_LIMIT = 400
 # In an impact zone, a vertex that a collider holds counts this many times its mass, so that a
 # zone landing on the floor mostly stops with it rather than being pushed into it.
 HELD_WEIGHT = 20.0
@@ -106,24 +109,28 @@ class SelfContact:
         self._ee_excluded = np.sort(ea[close] * max(len(self.edges), 1) + eb[close])
 
     # -- broad phase -------------------------------------------------------------------------
-    def _near(self, x, reach, moved=None):
+    def _near(self, x, reach, moved=None, limit=-1):
         """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
         closer than reach_p + reach_q (reach: (n,) m per vertex; a feature takes its vertices'
         largest); gap: (k,) m, the exact distance between the two features. Pairs sharing a
-        vertex are left out. moved: optional (n,) bool, only pairs with one of these vertices."""
+        vertex are left out. moved: optional (n,) bool, only pairs with one of these vertices.
+        limit: raise geometry.TooManyPairs rather than list more sphere pairs than this (-1:
+        PAIR_LIMIT per vertex; None: no limit)."""
         tris, edges = self.triangles, self.edges
+        if limit == -1:
+            limit = PAIR_LIMIT * len(x)
         vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
         vf_gap = ee_gap = np.zeros(0)
         if len(tris):
             centre, radius = _spheres(x, tris)
             tri_reach = reach[tris].max(axis=1)
             if moved is None:
-                vf_p, vf_t = geometry.sphere_pairs(x, reach, centre, radius + tri_reach)
+                vf_p, vf_t = geometry.sphere_pairs(x, reach, centre, radius + tri_reach, limit)
             else:
                 # moved vertices against every triangle, and every vertex against moved triangles
                 rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
-                p1, t1 = geometry.sphere_pairs(x[rows], reach[rows], centre, radius + tri_reach)
-                p2, t2 = geometry.sphere_pairs(x, reach, centre[hit], radius[hit] + tri_reach[hit])
+                p1, t1 = geometry.sphere_pairs(x[rows], reach[rows], centre, radius + tri_reach, limit)
+                p2, t2 = geometry.sphere_pairs(x, reach, centre[hit], radius[hit] + tri_reach[hit], limit)
                 key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
                 vf_p, vf_t = key // len(tris), key % len(tris)
             keep = np.all(tris[vf_t] != vf_p[:, None], axis=1)
@@ -137,7 +144,7 @@ class SelfContact:
             middle, half = _spheres(x, edges)
             extent = half + reach[edges].max(axis=1)
             rows = np.arange(len(edges)) if moved is None else np.flatnonzero(moved[edges].any(axis=1))
-            ea, eb = geometry.sphere_pairs(middle[rows], extent[rows], middle, extent)
+            ea, eb = geometry.sphere_pairs(middle[rows], extent[rows], middle, extent, limit)
             ea = rows[ea]
             if moved is not None:  # a pair of two moved edges is found from both ends
                 key = np.unique(np.minimum(ea, eb) * len(edges) + np.maximum(ea, eb))
@@ -162,9 +169,17 @@ class SelfContact:
         They hold for any positions at which no vertex deviates by more than its budget (`cover`
         checks, and grows the budgets that a vertex outruns)."""
         d = self.distance
-        budget = GROW * self._deviation(x1 - x0) + SLACK * d
+        deviation = self._deviation(x1 - x0)
+        try:
+            budget = GROW * deviation + SLACK * d
+            found = self._near(x0, budget + 0.5 * d)
+        except geometry.TooManyPairs:
+            # a cloth in violent motion: budgets for this substep alone; if even those list too
+            # many pairs, TooManyPairs reaches prepare/untangle, which hold the cloth still
+            budget = deviation + SLACK * d
+            found = self._near(x0, budget + 0.5 * d, limit=PAIR_LIMIT * len(x0))
         self._reference, self._budget = x0.copy(), budget
-        self._add(*self._near(x0, budget + 0.5 * d), fresh=True)
+        self._add(*found, fresh=True)
         self._built = len(self.vf[0]) + len(self.ee[0])
         self.stats["builds"] = self.stats.get("builds", 0) + 1
 
@@ -214,11 +229,13 @@ class SelfContact:
             return True
         d = self.distance
         before = self._budget + 0.5 * d
-        # at least doubled: a vertex that keeps outrunning its budget is not grown every substep
-        self._budget = np.where(over, np.maximum(GROW * deviation + SLACK * d, 2.0 * self._budget),
-                                self._budget)
-        after = self._budget + 0.5 * d
-        p, t, vf_gap, a, b, ee_gap = self._near(reference, after, over)
+        budget = np.where(over, GROW * deviation + SLACK * d, self._budget)
+        try:
+            p, t, vf_gap, a, b, ee_gap = self._near(reference, budget + 0.5 * d, over)
+        except geometry.TooManyPairs:
+            self.candidates(x0, x)
+            return True
+        self._budget = budget
         # only the pairs that were out of reach before are new
         new = vf_gap > before[p] + before[self.triangles[t]].max(axis=1)
         fresh = ee_gap > before[self.edges[a]].max(axis=1) + before[self.edges[b]].max(axis=1)
@@ -233,9 +250,19 @@ class SelfContact:
         return bool(np.all(self._deviation(x - self._reference) <= self._budget))
 
     def prepare(self, x0, x1) -> None:
-        """Candidates that hold for the substep x0 -> x1."""
-        self.cover(x0, x0)
-        self.cover(x0, x1)
+        """Candidates that hold for the substep x0 -> x1 (n, 3); if they cannot be listed within
+        memory, x1 is set back to x0 (this substep does not move the cloth)."""
+        try:
+            self.cover(x0, x0)
+            self.cover(x0, x1)
+        except geometry.TooManyPairs:
+            self._hold(x0, x1)
+
+    def _hold(self, x0, x1) -> None:
+        """The last resort: every free vertex stays where the substep started, in place on x1."""
+        free = self.model.inv_mass > 0.0
+        x1[free] = x0[free]
+        self.stats["held"] = self.stats.get("held", 0) + 1
 
     # -- proximity -------------------------------------------------------------------------------
     def _edge_gaps(self, x, a, b):
@@ -388,6 +415,13 @@ class SelfContact:
         held: optional (n,) bool, vertices a collider holds: a zone holding some translates as
         they do on average (a zone landing on the floor stops with it, not pushed into it).
         Returns how many vertices ended in impact zones."""
+        try:
+            return self._untangle(x0, x1, held)
+        except geometry.TooManyPairs:  # the zones flung the cloth about: the substep is undone
+            self._hold(x0, x1)
+            return 0
+
+    def _untangle(self, x0, x1, held):
         n = len(x0)
         pinned = self.model.inv_mass == 0.0
         held = np.zeros(n, dtype=bool) if held is None else held & ~pinned
