@@ -46,9 +46,11 @@ SLACK = 0.25
 # The candidates are found afresh when more than this fraction of the vertices outrun their
 # budgets at once (rather than growing the budgets of those).
 REBUILD = 0.25
-# Budgets that would bring more sphere pairs than this many per vertex are cut to the substep's
-# own motion (memory: a cloth flung about must not list every pair of its features).
+# Budgets that would bring more sphere pairs than this many per vertex (and more than
+# PAIR_FLOOR in all) are cut to the substep's own motion (memory: a large cloth flung about must
+# not list every pair of its features).
 PAIR_LIMIT = 400
+PAIR_FLOOR = 2_000_000
 # In an impact zone, a vertex that a collider holds counts this many times its mass, so that a
 # zone landing on the floor mostly stops with it rather than being pushed into it.
 HELD_WEIGHT = 20.0
@@ -115,10 +117,10 @@ class SelfContact:
         largest); gap: (k,) m, the exact distance between the two features. Pairs sharing a
         vertex are left out. moved: optional (n,) bool, only pairs with one of these vertices.
         limit: raise geometry.TooManyPairs rather than list more sphere pairs than this (-1:
-        PAIR_LIMIT per vertex; None: no limit)."""
+        PAIR_LIMIT per vertex or PAIR_FLOOR; None: no limit)."""
         tris, edges = self.triangles, self.edges
         if limit == -1:
-            limit = PAIR_LIMIT * len(x)
+            limit = max(PAIR_LIMIT * len(x), PAIR_FLOOR)
         vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
         vf_gap = ee_gap = np.zeros(0)
         if len(tris):
@@ -177,7 +179,7 @@ class SelfContact:
             # a cloth in violent motion: budgets for this substep alone; if even those list too
             # many pairs, TooManyPairs reaches prepare/untangle, which hold the cloth still
             budget = deviation + SLACK * d
-            found = self._near(x0, budget + 0.5 * d, limit=PAIR_LIMIT * len(x0))
+            found = self._near(x0, budget + 0.5 * d)
         self._reference, self._budget = x0.copy(), budget
         self._add(*found, fresh=True)
         self._built = len(self.vf[0]) + len(self.ee[0])

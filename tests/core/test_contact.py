@@ -263,3 +263,18 @@ def test_edges_crossing_in_a_plane_are_found():
     flat = vertex_triangle_toi(np.array([[0.2, -0.3, 0.0]]), np.array([[0.2, 0.5, 0.0]]),
                                np.zeros((1, 3)), np.zeros((1, 3)), q10, q10, q20, q20, 1e-6)
     assert np.isfinite(flat[0]) and 0.3 < flat[0] < 0.5  # the vertex enters the triangle in-plane
+
+
+def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch):
+    """The broad phase's last resort: when even the substep's own motion would list more pairs
+    than allowed, the cloth stays where the substep started (no crossing, no memory blow-up)."""
+    from cloth_addon.core import self_contact
+
+    rng = np.random.default_rng(3)
+    vertices, faces, _ = make_grid(12, 12, 1.0, "xy")
+    contact = SelfContact(Simulation(vertices, faces).model, 0.02, 0.0)
+    x1 = vertices + rng.normal(0.0, 0.15, vertices.shape)
+    monkeypatch.setattr(self_contact, "PAIR_LIMIT", 1)
+    monkeypatch.setattr(self_contact, "PAIR_FLOOR", 1000)
+    contact.prepare(vertices, x1)
+    assert np.array_equal(x1, vertices) and contact.stats["held"] == 1
