@@ -20,11 +20,8 @@ def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
 
 
-
-
-# Edges and triangles larger than this many median edge lengths (stretched, torn or exploded
-# cloth) are paired with everything by brute force, so that a few huge elements cannot make every
-# pair a k-d tree candidate; all work goes in batches of pairs, so a dense pile stays in memory.
+# The crossing count works in batches of edges and of candidate pairs, so that a dense pile (or
+# a few huge stretched elements, which pair with much of the cloth) stays in memory.
 _EDGE_BATCH = 256
 _PAIR_BATCH = 200_000
 
