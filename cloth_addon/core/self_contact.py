@@ -111,16 +111,15 @@ class SelfContact:
         self._ee_excluded = np.sort(ea[close] * max(len(self.edges), 1) + eb[close])
 
     # -- broad phase -------------------------------------------------------------------------
-    def _near(self, x, reach, moved=None, limit=-1):
+    def _near(self, x, reach, moved=None):
         """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
         closer than reach_p + reach_q (reach: (n,) m per vertex; a feature takes its vertices'
         largest); gap: (k,) m, the exact distance between the two features. Pairs sharing a
         vertex are left out. moved: optional (n,) bool, only pairs with one of these vertices.
-        limit: raise geometry.TooManyPairs rather than list more sphere pairs than this (-1:
-        PAIR_LIMIT per vertex or PAIR_FLOOR; None: no limit)."""
+        Raises geometry.TooManyPairs rather than list more sphere pairs than PAIR_LIMIT per
+        vertex (or PAIR_FLOOR)."""
         tris, edges = self.triangles, self.edges
-        if limit == -1:
-            limit = max(PAIR_LIMIT * len(x), PAIR_FLOOR)
+        limit = max(PAIR_LIMIT * len(x), PAIR_FLOOR)
         vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
         vf_gap = ee_gap = np.zeros(0)
         if len(tris):
@@ -244,12 +243,6 @@ class SelfContact:
         self._add(p[new], t[new], vf_gap[new], a[fresh], b[fresh], ee_gap[fresh])
         self.stats["grown"] = self.stats.get("grown", 0) + 1
         return True
-
-    def valid_for(self, x) -> bool:
-        """Whether the candidates hold at positions x (n, 3) as they are."""
-        if getattr(self, "_reference", None) is None or len(x) != len(self._reference):
-            return False
-        return bool(np.all(self._deviation(x - self._reference) <= self._budget))
 
     def prepare(self, x0, x1) -> None:
         """Candidates that hold for the substep x0 -> x1 (n, 3); if they cannot be listed within
