@@ -41,7 +41,7 @@ PASSES = 3
 ZONE_ROUNDS = 12
 # A vertex's candidate budget: GROW times its deviation over the substep that found them, plus
 # SLACK times the gap, so that the set lasts a few substeps and covers what the response moves.
-GROW = 3.0
+GROW = 2.0
 SLACK = 0.25
 # The candidates are found afresh when more than this fraction of the vertices outrun their
 # budgets at once (rather than growing the budgets of those).
