@@ -21,7 +21,7 @@ middle and end.
 
 import numpy as np
 
-from .geometry import closest_points, segment_closest
+from .geometry import closest_points, segment_gap
 
 # Bisection steps: the root's position is known to 2^-BISECTIONS of the substep.
 BISECTIONS = 40
@@ -194,8 +194,7 @@ def edge_edge_toi(p10, p11, q10, q11, p20, p21, q20, q21, tolerance):
     def gap_at(rows, t):
         a, b = _at(p10[rows], p11[rows], t), _at(q10[rows], q11[rows], t)
         c, d = _at(p20[rows], p21[rows], t), _at(q20[rows], q21[rows], t)
-        s, r = segment_closest(a, b, c, d)
-        return (a + s[:, None] * (b - a)) - (c + r[:, None] * (d - c))
+        return segment_gap(a, b, c, d)[0]
 
     def in_plane(rows, normal, length):
         first = (p10[rows], p11[rows]), (q10[rows], q11[rows])

@@ -83,10 +83,11 @@ class ContactStage:
         seen = {}
         for collider in self.sim.colliders:
             end = _pose(collider)
-            known = self._poses.get(id(collider))
-            start = known[1] if known is not None and known[0] is collider else end
             if isinstance(collider, MeshCollider):
                 start = collider.previous_vertices  # its own record: where the last frame left it
+            else:
+                known = self._poses.get(id(collider))
+                start = known[1] if known is not None and known[0] is collider else end
             if start is not None and end is not None and np.shape(start) != np.shape(end):
                 start = end
             frame.append((collider, start, end))

@@ -148,6 +148,14 @@ def segment_closest(p1, q1, p2, q2):
     return s, np.clip(t, 0.0, 1.0)
 
 
+def segment_gap(p1, q1, p2, q2):
+    """(gap (k, 3) from the closest point of segment 2 to that of segment 1, s (k,), t (k,)):
+    the vector between the closest points of segments p1 q1 and p2 q2, with their parameters
+    (segment_closest). All points (k, 3), m."""
+    s, t = segment_closest(p1, q1, p2, q2)
+    return (p1 + s[:, None] * (q1 - p1)) - (p2 + t[:, None] * (q2 - p2)), s, t
+
+
 def push_features(positions, who, weights, normal, depth, movable):
     """Move k features (edges, triangles) so that their point with barycentric `weights` goes
     `depth` further along `normal`, in place.

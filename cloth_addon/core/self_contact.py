@@ -263,9 +263,7 @@ class SelfContact:
     def _edge_gaps(self, x, a, b):
         """(gap (k, 3) from edge b's closest point to edge a's, s (k,), t (k,))."""
         ea, eb = self.edges[a], self.edges[b]
-        p1, q1, p2, q2 = x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]]
-        s, t = geometry.segment_closest(p1, q1, p2, q2)
-        return (p1 + s[:, None] * (q1 - p1)) - (p2 + t[:, None] * (q2 - p2)), s, t
+        return geometry.segment_gap(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
 
     def separate(self, x, x0) -> None:
         """One proximity pass, in place on x (n, 3): pairs closer than the gap pushed apart to it,
