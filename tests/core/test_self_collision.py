@@ -202,7 +202,7 @@ def test_candidates_kept_over_substeps_cover_every_close_pair(seed):
 def test_a_flat_strip_landing_on_its_edge_folds_instead_of_standing(monkeypatch):
     """A perfectly flat hanging strip dropped onto the floor: with self-collision it gets its
     nanometre imperfection and buckles into folds; without that imperfection nothing ever
-    pushes a particle out of its plane and it stands on the floor like a column."""
+    pushes a particle out of its plane: it stands or crumples within that plane."""
     from cloth_addon.core import simulation
 
     vertices, faces, _ = make_grid(6, 30, 1.0, "xz")
@@ -219,4 +219,4 @@ def test_a_flat_strip_landing_on_its_edge_folds_instead_of_standing(monkeypatch)
     assert _counter(sim)() == 0
     monkeypatch.setattr(simulation, "IMPERFECTION", 0.0)
     x = drop().positions
-    assert np.ptp(x[:, 1]) == 0.0 and x[:, 2].max() > 1.2
+    assert np.ptp(x[:, 1]) == 0.0

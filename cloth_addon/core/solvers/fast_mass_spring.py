@@ -179,12 +179,15 @@ class FastMassSpringSolver(InertialSolver):
             report(0)
         older = xf  # x^(k-1) for Chebyshev
         omega = 1.0
+        push = None  # contact forces so far (f, 3), times h^2, see below
         for k in range(1, iterations + 1):
             t0 = time.perf_counter()
             delta = self.incidence_free.add_into(xf.T.ravel(), delta_pinned.copy()).reshape(3, n_springs)
             d = self.spring_targets(delta)
             t1 = time.perf_counter()
             rhs = self.h2_J.add_into(d.ravel(), base.copy()).reshape(3, -1).T
+            if push is not None:
+                rhs = rhs + push
             t2 = time.perf_counter()
             new = self.solve(rhs)
             t3 = time.perf_counter()
@@ -198,6 +201,14 @@ class FastMassSpringSolver(InertialSolver):
                 full = y.copy()
                 full[free] = new
                 constrain(full)
+                moved = full[free] - new
+                # The projection becomes a force on the contact particles alone (M times the
+                # correction, an Uzawa step on the contact constraints): only projecting the
+                # iterate would, through the global step's Laplacian, pull the contact's
+                # neighbours towards the collider, a pull that grows with the iteration count.
+                if np.any(moved):
+                    moved *= self.mass_f[:, None]
+                    push = moved if push is None else push + moved
                 new = full[free]
             older, xf = xf, new
             self.timings["local"] += t1 - t0

@@ -99,25 +99,34 @@ class NewtonSolver(InertialSolver):
             callback(0, x)
         free = self.free
         g0 = None
+        # contact forces so far (f, 3), in the gradient's units: as in the fast solver, what
+        # constrain moves becomes a force on the touching particles alone (an Uzawa step)
+        push = np.zeros((len(free), 3))
+
+        def objective(z):
+            return self.objective(z, y) - float(np.sum(push * z[free]))
+
         for k in range(1, iterations + 1):
-            grad = self.gradient(x, y)
+            grad = self.gradient(x, y) - push
             norm = np.linalg.norm(grad)
             g0 = norm if g0 is None else g0
             if norm == 0.0 or norm <= tolerance * g0:
                 break
             step = factorize(self.hessian(x))(-grad.reshape(-1, 1)).reshape(-1, 3)
-            current = self.objective(x, y)
+            current = objective(x)
             slope = float(np.sum(grad * step))
             alpha = 1.0
             trial = x.copy()
             for _ in range(30):
                 trial[free] = x[free] + alpha * step
-                if self.objective(trial, y) <= current + 1e-4 * alpha * slope:
+                if objective(trial) <= current + 1e-4 * alpha * slope:
                     break
                 alpha *= 0.5
             x = trial
             if constrain is not None:
+                before = x[free]
                 constrain(x)
+                push += self.model.mass[free][:, None] * (x[free] - before)
             if callback is not None:
                 callback(k, x)
         return x
