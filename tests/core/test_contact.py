@@ -157,17 +157,19 @@ def _worst_p95_strain_over_a_box(solver, iterations, frames):
     return worst
 
 
-@pytest.mark.parametrize(("solver", "many", "frames"), [("fast_mass_spring", 20, 36), ("newton", 8, 20)])
-def test_contact_in_the_iterations_stretches_the_cloth_less_the_more_iterations_run(solver, many, frames):
+@pytest.mark.parametrize(("solver", "counts", "frames"), [("fast_mass_spring", (2, 4, 20), 36),
+                                                         ("newton", (2, 8), 20)])
+def test_contact_in_the_iterations_stretches_the_cloth_less_the_more_iterations_run(solver, counts, frames):
     """The implicit solvers' iterations see collider contact as forces on the touching particles
     alone. Projecting the iterates only had the next global step (Newton step) pull the
     contact's neighbours towards the collider: a cloth over a table's rim stretched as much or
     more the more iterations ran (fast solver: 8.5% at 2 iterations, 11.7% at 5, 6% at 20;
-    Newton: 11.4% at 2 and 11.6% at 8)."""
-    rough = _worst_p95_strain_over_a_box(solver, 2, frames)
-    fine = _worst_p95_strain_over_a_box(solver, many, frames)
-    assert fine < 0.02
-    assert fine < 0.5 * rough
+    Newton: 11.4% at 2 and 11.6% at 8). And Chebyshev's extrapolation along the changing contact
+    forces set it vibrating (7.7% at 4 iterations)."""
+    worst = [_worst_p95_strain_over_a_box(solver, count, frames) for count in counts]
+    assert all(later <= earlier for earlier, later in zip(worst[:-1], worst[1:], strict=True)), worst
+    assert worst[-1] < 0.02
+    assert worst[-1] < 0.5 * worst[0]
 
 
 def _inside_box(points, lo, hi):
