@@ -6,7 +6,14 @@ One substep of a Simulation, around the solver:
                     between frames is spread evenly over the substeps)
     constrain(x)    inside the solver's iterations: every collider projects the cloth out of its
                     body, so the springs of the next iteration already see the contact (the
-                    solver never has to stretch the cloth to get it out of a collider afterwards)
+                    solver never has to stretch the cloth to get it out of a collider afterwards).
+                    The implicit solvers turn each projection into a force on the touching
+                    particles alone (mass times the correction, added to the right-hand side of
+                    the next global step: an Uzawa step on the contact constraints). Projecting
+                    the iterate alone would leave the global step, through its Laplacian, pulling
+                    the contact's neighbours towards the collider: a cloth draped over a table's
+                    rim stretched more the more iterations ran. A particle still touching at the
+                    end of the substep starts the next one with CONTACT_MEMORY of its force.
     finish          after the solver: proximity passes of the colliders and of self-contact,
                     interleaved so that neither undoes the other (a layer on a layer on the
                     floor); Coulomb friction from the normal velocity change each contact
@@ -38,6 +45,14 @@ from .self_contact import PASSES, SelfContact
 # an edge), and those vertices still touch it. Free flight past a body gets no friction anyway:
 # its normal velocity change is zero.
 _FRICTION_BAND = 0.1
+
+# A particle that still touches a collider at the end of a substep starts the next substep's
+# solver iterations with this fraction of the contact force it ended with (a warm start: a
+# resting or pressed cloth needs nearly the same force again, and two iterations alone do not
+# build it up). Less than 1 so that a force left over from a contact that is ending fades
+# instead of pushing the particle on (all of it set a tablecloth rocking); a particle that no
+# longer touches starts from none.
+CONTACT_MEMORY = 0.9
 
 # How far beyond the first iterate's motion (doubled) a mesh collider's candidates reach, as a
 # fraction of the median edge length (ContactStage._prepare_meshes). Also covers the friction band.
@@ -75,6 +90,13 @@ class ContactStage:
         self._self = None
         self._frame = []
         self._projected = {}
+        self._push = None  # (n, 3) contact forces carried to the next substep, or None
+        self._constrain = None
+
+    def forget(self) -> None:
+        """Drop what the stage carries from one substep to the next (the cloth was reset or given
+        a state)."""
+        self._push = None
 
     # -- colliders over a frame ----------------------------------------------------------------
     def begin_frame(self, substeps: int) -> None:
@@ -118,8 +140,11 @@ class ContactStage:
     # -- inside the solver ---------------------------------------------------------------------------
     def constrain_function(self, x0):
         """A function constrain(x) for the solver's iterations: colliders project x (n, 3) in place,
-        x0 being the start of the substep; None when there are no colliders."""
+        x0 being the start of the substep; None when there are no colliders. Its attribute `push`,
+        (n, 3) or None, holds the contact forces the solver starts from (CONTACT_MEMORY times
+        those it ended the last substep with); the solver leaves its final ones there."""
         if not self.sim.colliders:
+            self._constrain = None
             return None
         movable = ~self.sim.model.pinned
         margin = self.sim.settings.collision_distance
@@ -133,6 +158,8 @@ class ContactStage:
             # once the solver is done (finish)
             for collider in self.sim.colliders:
                 self._project(collider, x, x0, movable, margin, None)
+        constrain.push = None if self._push is None else CONTACT_MEMORY * self._push
+        self._constrain = constrain
         return constrain
 
     def _prepare_meshes(self, x0, x, movable, margin) -> None:
@@ -167,12 +194,33 @@ class ContactStage:
                 contact.separate(x1, x0)
                 for collider in sim.colliders:
                     self._project(collider, x1, x0, movable, margin, features)
-        held = self._friction(x0, x1, y, movable, margin)
+        held, normal, surface = self._friction(x0, x1, y, movable, margin)
+        self._carry(x0, y, held, normal, surface)
         if contact is not None:
             contact.prepare(x0, x1)
             # last, so that nothing undoes it; vertices a collider holds anchor their impact zones
             # like pins, so that a zone is not pushed into the floor under a pile
             contact.untangle(x0, x1, held)
+
+    def _carry(self, x0, y, held, normal, surface) -> None:
+        """Keep, for the next substep, the part of each touching particle's contact force that
+        held it against something other than its own momentum (cloth pulled onto a ball, a
+        curtain pushed by one): the normal force less what stopping the particle's predicted
+        motion y - x0 into the collider took. That part the next substep needs again; the rest
+        it rebuilds from its own prediction in its first iteration, and carrying it too would
+        throw a cloth that has just landed back into the air."""
+        push = None if self._constrain is None else getattr(self._constrain, "push", None)
+        self._push = None
+        if push is None or not np.any(held):
+            return
+        rows = np.flatnonzero(held)
+        n = normal[rows]
+        force = np.einsum("ij,ij->i", push[rows], n)
+        into = -np.einsum("ij,ij->i", (y[rows] - x0[rows]) - surface[rows], n)
+        held_force = np.maximum(force - self.sim.model.mass[rows] * np.maximum(into, 0.0), 0.0)
+        carried = np.zeros_like(push)
+        carried[rows] = held_force[:, None] * n
+        self._push = carried
 
     def _project(self, collider, x, x0, movable, margin, features):
         """Project x out of one collider (no friction: finish applies it once per substep)."""
@@ -204,11 +252,13 @@ class ContactStage:
         """The SelfContact of the last substep that had self-collision on (its `stats`), or None."""
         return None if self._self is None else self._self[1]
 
-    def _friction(self, x0, x1, y, movable, margin) -> np.ndarray:
-        """Coulomb friction at every collider contact (see the module docstring). Returns (n,) bool:
-        the particles touching a collider."""
+    def _friction(self, x0, x1, y, movable, margin):
+        """Coulomb friction at every collider contact (see the module docstring). Returns (held
+        (n,) bool: the particles touching a collider, normal (n, 3): their contact normals, surface
+        (n, 3): the collider surface's displacement over the substep there; zero elsewhere)."""
         default = self.sim.settings.friction
         held = np.zeros(len(x1), dtype=bool)
+        normals, surfaces = np.zeros_like(x1), np.zeros_like(x1)
         for collider, _, _ in self._frame:
             mu = getattr(collider, "friction", None)
             mu = default if mu is None else mu
@@ -217,13 +267,15 @@ class ContactStage:
             band = margin + _FRICTION_BAND * self.sim.model.median_edge_length + 1e-9
             rows, normal, surface = collider.contact_normals(x1, band, movable, self._sweep.get(id(collider)))
             held[rows] = True
+            normals[rows] = normal
+            surface = 0.0 if surface is None else surface  # the collider's motion over the substep
+            surfaces[rows] = surface
             if len(rows) == 0 or not mu or mu <= 0.0:
                 continue
-            surface = 0.0 if surface is None else surface  # the collider's motion over the substep
             moved = (x1[rows] - x0[rows]) - surface
             slide = moved - np.einsum("ij,ij->i", moved, normal)[:, None] * normal
             push = np.maximum(0.0, np.einsum("ij,ij->i", x1[rows] - y[rows], normal))
             length = np.linalg.norm(slide, axis=1)
             cut = np.minimum(1.0, mu * push / np.maximum(length, 1e-300))
             x1[rows] -= cut[:, None] * slide
-        return held
+        return held, normals, surfaces

@@ -176,6 +176,7 @@ class Simulation:
         self.solver.set_active(~self._torn)
         self.frame = 0
         self._imperfect = False
+        self.contact.forget()
 
     @property
     def time(self) -> float:
@@ -215,6 +216,7 @@ class Simulation:
         self._pin_targets = x[self.model.pinned_indices].copy()
         self.solver.set_active(~self._torn)
         self._imperfect = True  # a state given is taken as it is
+        self.contact.forget()
 
     def move_pins(self, targets) -> None:
         """Where pinned particles must be at the end of the next frame, m, world space.

@@ -48,12 +48,7 @@ def test_sewn_panels_close_into_a_tube(force_max):
 
 
 # On the bar the seam closes to within 1 cm, not 5 mm: friction on the bar holds the last few mm
-# (5.3 mm here; the 5 mm of the seam itself is tested in free space above). With the contact stage
-# of 67a1d58 this core scene fails for contact reasons: the cloth caught on the bar stretches (99th
-# percentile strain 60%) and, with a 5 N seam limit, the tube falls through the bar (as any cloth
-# falls through a 0.1 m bar). The same scene in Blender hangs (tests/blender). Strict, so it reports
-# as soon as the contact holds it.
-@pytest.mark.xfail(strict=True, reason="contact: cloth on the bar over-stretches or falls through")
+# (the 5 mm of the seam itself is tested in free space above).
 @pytest.mark.parametrize("force_max", [0.0, 5.0])
 def test_sewn_panels_close_into_a_tube_that_hangs_on_a_capsule(force_max):
     sim = tube_on_capsule(sewing_force_max=force_max)

@@ -17,7 +17,10 @@ class InertialSolver:
 
     h: substep length, s (fixed for the solver's life).
     contact_in_iterations: advance also takes constrain(x), a function that edits every iterate
-    (n, 3) in place (the contact stage projects the cloth out of colliders there).
+    (n, 3) in place (the contact stage projects the cloth out of colliders there). The solver
+    turns what it moves into contact forces on the moved particles (mass times displacement,
+    the right-hand side's units), starting from constrain.push ((n, 3) or None) and leaving its
+    final ones there.
     """
 
     contact_in_iterations = True

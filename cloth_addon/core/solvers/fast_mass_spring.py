@@ -179,7 +179,10 @@ class FastMassSpringSolver(InertialSolver):
             report(0)
         older = xf  # x^(k-1) for Chebyshev
         omega = 1.0
-        push = None  # contact forces so far (f, 3), times h^2, see below
+        # contact forces so far (f, 3), in the right-hand side's units (mass times displacement),
+        # from where the contact stage's last substep left them (see below)
+        push = getattr(constrain, "push", None)
+        push = None if push is None else push[free]
         for k in range(1, iterations + 1):
             t0 = time.perf_counter()
             delta = self.incidence_free.add_into(xf.T.ravel(), delta_pinned.copy()).reshape(3, n_springs)
@@ -191,8 +194,8 @@ class FastMassSpringSolver(InertialSolver):
             t2 = time.perf_counter()
             new = self.solve(rhs)
             t3 = time.perf_counter()
-            # Not once contact has pushed: the contact forces change from one iteration to the
-            # next, and extrapolating along that change set a cloth on a table vibrating.
+            # Not while contact forces act: they change from one iteration to the next, and
+            # extrapolating along that change set a cloth on a table vibrating.
             if self.chebyshev and k > CHEBYSHEV_DELAY and push is None:
                 first = k == CHEBYSHEV_DELAY + 1
                 omega = 2.0 / (2.0 - self.rho**2) if first else 4.0 / (4.0 - self.rho**2 * omega)
@@ -218,6 +221,11 @@ class FastMassSpringSolver(InertialSolver):
             self.timings["solve"] += t3 - t2
             if callback is not None:
                 report(k)
+        if constrain is not None:
+            constrain.push = None
+            if push is not None:
+                constrain.push = np.zeros_like(y)
+                constrain.push[free] = push
         out = y.copy()
         out[free] = xf
         return out

@@ -101,7 +101,8 @@ class NewtonSolver(InertialSolver):
         g0 = None
         # contact forces so far (f, 3), in the gradient's units: as in the fast solver, what
         # constrain moves becomes a force on the touching particles alone (an Uzawa step)
-        push = np.zeros((len(free), 3))
+        start = getattr(constrain, "push", None)
+        push = np.zeros((len(free), 3)) if start is None else start[free]
 
         def objective(z):
             return self.objective(z, y) - float(np.sum(push * z[free]))
@@ -129,4 +130,7 @@ class NewtonSolver(InertialSolver):
                 push += self.model.mass[free][:, None] * (x[free] - before)
             if callback is not None:
                 callback(k, x)
+        if constrain is not None:
+            constrain.push = np.zeros_like(x)
+            constrain.push[free] = push
         return x
