@@ -142,8 +142,6 @@ def _inside_box(points, lo, hi):
     return np.all((points > lo) & (points < hi), axis=1)
 
 
-@pytest.mark.xfail(strict=True, reason="cloth edges against sharp mesh-collider edges are not handled yet: "
-                   "the first attempt crumpled a tablecloth onto the table top and was taken out")
 @pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])  # Verlet keeps the seed's particle contact
 def test_strip_over_a_sharp_box_edge_never_cuts_into_it(solver):
     """A coarse strip (5 cm edges) falls across the rim of a box: the box's sharp edge and corner
@@ -166,6 +164,43 @@ def test_strip_over_a_sharp_box_edge_never_cuts_into_it(solver):
         hits = segment_triangle_hits(x[edges[rows, 0]], x[edges[rows, 1]], *face)
         assert not hits.any(), frame
     assert x[:, 2].min() < 0.5, "the overhanging half drapes down the side"
+
+
+def _box_edges(tris):
+    edges = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]])
+    return np.unique(np.sort(edges, axis=1), axis=0)
+
+
+@pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])
+def test_cloth_falling_onto_a_box_corner_never_lets_it_through(solver):
+    """A coarse square (15 cm edges) falls flat onto a box's top corner, which lands inside one
+    of its triangles: the corner must push the face out, never come out on the other side of
+    the cloth (no box edge through a cloth triangle, no cloth edge through a box face)."""
+    lo, hi = np.array([-0.5, -0.5, 0.0]), np.array([0.5, 0.5, 0.75])
+    v, tris = box(hi - lo, (lo + hi) / 2)
+    vertices, faces, _ = make_grid(3, 3, 0.3, "xy")
+    # the corner (0.5, 0.5, 0.75) under the middle of a triangle, not under a cloth edge
+    vertices = vertices + (0.5 - 0.15 + 0.02, 0.5 - 0.15 + 0.05, 0.85)
+    colliders = [MeshCollider(v, tris), PlaneCollider()]
+    sim = Simulation(vertices, faces, Settings(solver=solver), colliders=colliders)
+    features = sim.model.contact_features
+    box_edges = _box_edges(tris)
+    rows = np.repeat(np.arange(len(box_edges)), len(features.triangles))
+    cloth_rows = np.repeat(np.arange(len(features.edges)), len(tris))
+    corner = np.tile(hi, (len(features.triangles), 1))
+    nearest = np.inf
+    for frame in range(36):
+        sim.step(1)
+        x = np.array(sim.positions)
+        cloth = [np.tile(x[features.triangles[:, k]], (len(box_edges), 1)) for k in range(3)]
+        assert not segment_triangle_hits(v[box_edges[rows, 0]], v[box_edges[rows, 1]], *cloth).any(), frame
+        face = [np.tile(v[tris[:, k]], (len(features.edges), 1)) for k in range(3)]
+        ends = x[features.edges[cloth_rows, 0]], x[features.edges[cloth_rows, 1]]
+        assert not segment_triangle_hits(*ends, *face).any(), frame
+        assert not _inside_box(x, lo, hi).any(), frame
+        q, _, _ = closest_points(corner, *(x[features.triangles[:, k]] for k in range(3)))
+        nearest = min(nearest, float(np.linalg.norm(q - corner, axis=1).min()))
+    assert nearest < 0.02, "the cloth came down onto the corner"
 
 
 # -- self-contact in whole simulations ----------------------------------------------------------
