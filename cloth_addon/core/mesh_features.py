@@ -404,7 +404,7 @@ class SharpFeatures:
 def _keep(corners, reach, floor):
     """(k,) how far k cloth edges or triangles, corners (k, 2 or 3, 3), keep off a feature: reach,
     less the sag of the item between vertices reach away (a chord of the offset surface: vertex
-    contact holds the cloth no closer), but at least floor."""
+    contact holds the cloth no closer) and half the floor, but at least floor."""
     if corners.shape[1] == 2:
         half = 0.5 * (corners[:, 1] - corners[:, 0])
         sag2 = np.einsum("ij,ij->i", half, half)
@@ -415,7 +415,9 @@ def _keep(corners, reach, floor):
         normal = np.cross(v - u, w - u)
         area2 = np.einsum("ij,ij->i", normal, normal)  # (2 area)^2
         sag2 = sides[0] * sides[1] * sides[2] / np.maximum(4.0 * area2, 1e-300)
-    return np.maximum(np.sqrt(np.maximum(reach * reach - sag2, 0.0)), floor)
+    # (half the floor below the chord: a cloth resting on a rim, whose chords are right there,
+    # neither fights vertex contact nor has its pairs measured again at every jitter)
+    return np.maximum(np.sqrt(np.maximum(reach * reach - sag2, 0.0)) - 0.5 * floor, floor)
 
 
 def incidence(items, count):
