@@ -344,7 +344,11 @@ class MeshCollider:
         moved = None if sweep_from is None or sweep_from is self.vertices else self.vertices - sweep_from
         margin = float(margin)
         sharp.resolve(positions, previous, inv_mass, self.thickness + margin, margin, features,
-                      (known[1], known[3]), friction, moved)
+                      (known[1], known[3]), self._inside_body, friction, moved)
+
+    def _inside_body(self, points):
+        """(m,) bool: which of points (m, 3) are inside a closed part of the mesh."""
+        return self._inside(points, np.ones(len(points), dtype=bool))
 
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement

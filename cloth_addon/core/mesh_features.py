@@ -163,11 +163,12 @@ class SharpFeatures:
 
     # -- candidates ------------------------------------------------------------------------------------
     def _near_edges(self, points, radius):
-        """(point rows, sharp edges, clear (k,)): the pairs with the point within radius (k,) of
-        the edge; clear: how far around each point no other edge is (at least radius)."""
+        """(point rows, sharp edges, clear (k,), distances): the pairs with the point within
+        radius (k,) of the edge, and how far; clear: how far around each point no other edge is
+        (at least radius)."""
         k, n = len(self.edge_ends), len(points)
         if k == 0 or n == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.full(n, np.inf)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.full(n, np.inf), np.zeros(0)
         dense = n * k <= _DENSE_PAIRS
         if dense:
             rows, edge = np.arange(n).repeat(k), np.tile(np.arange(k), n)
@@ -179,7 +180,7 @@ class SharpFeatures:
         gap = rel - t[:, None] * d
         gap = np.einsum("ij,ij->i", gap, gap)
         keep = gap <= radius[rows] ** 2
-        return rows[keep], edge[keep], self._clear(dense, rows, gap, keep, radius)
+        return rows[keep], edge[keep], self._clear(dense, rows, gap, keep, radius), np.sqrt(gap[keep])
 
     @staticmethod
     def _clear(dense, rows, gap2, keep, radius):
@@ -210,20 +211,21 @@ class SharpFeatures:
         return key // len(self.edge_ends), key % len(self.edge_ends)
 
     def _near_corners(self, points, radius):
-        """(point rows, corners, clear (k,)) as _near_edges."""
+        """(point rows, corners, clear (k,), distances) as _near_edges."""
         c, n = len(self.corners), len(points)
         if c == 0 or n == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.full(n, np.inf)
-        if n * c <= _DENSE_PAIRS:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.full(n, np.inf), np.zeros(0)
+        dense = n * c <= _DENSE_PAIRS
+        if dense:
             rows, corner = np.arange(n).repeat(c), np.tile(np.arange(c), n)
-            gap = points[rows] - self.corner[corner]
-            gap = np.einsum("ij,ij->i", gap, gap)
-            keep = gap <= radius[rows] ** 2
-            return rows[keep], corner[keep], self._clear(True, rows, gap, keep, radius)
-        from scipy.spatial import cKDTree
+        else:
+            from scipy.spatial import cKDTree
 
-        rows, corner = geometry.ball_pairs(cKDTree(self.corner), points, radius)
-        return rows, corner, radius.copy()
+            rows, corner = geometry.ball_pairs(cKDTree(self.corner), points, radius)
+        gap = points[rows] - self.corner[corner]
+        gap = np.einsum("ij,ij->i", gap, gap)
+        keep = gap <= radius[rows] ** 2
+        return rows[keep], corner[keep], self._clear(dense, rows, gap, keep, radius), np.sqrt(gap[keep])
 
     def _candidates(self, x, needs, slack, kinds):
         """Keep every kind's candidate pairs up to date for x (n, 3).
@@ -234,7 +236,8 @@ class SharpFeatures:
         feature was measured) and kept over calls: a vertex is looked up again only when its
         motion since could have brought another feature within need (a cloth at rest on a still
         collider: never), or when the collider moved. Per kind, a dict: "pairs" (cloth items,
-        features) and "dist" (k,): a lower bound of each pair's distance (-inf: not measured)."""
+        features), "gap" (k,): a lower bound of how much farther than it keeps each pair is (-inf:
+        not measured), "rate" (k,): how fast that bound falls with its vertices' motion."""
         key = (self._of, len(x), tuple(kind[3] for kind in kinds))
         state = self._cache
         known = state.get("key")
@@ -244,11 +247,11 @@ class SharpFeatures:
             state.update(key=key, ref=x.copy())
             fresh = np.ones(len(x), dtype=bool)
         else:
-            moved = x - state["ref"]
-            moved = np.sqrt(np.einsum("ij,ij->i", moved, moved))
+            drift = x - state["ref"]
+            drift = np.sqrt(np.einsum("ij,ij->i", drift, drift))
             fresh = np.zeros(len(x), dtype=bool)
             for (name, *_), need in zip(kinds, needs, strict=True):
-                fresh |= moved + need > state[name]["radius"]
+                fresh |= drift + need > state[name]["radius"]
         if not np.any(fresh):
             return
         ids = np.flatnonzero(fresh)
@@ -256,11 +259,18 @@ class SharpFeatures:
         empty = np.zeros(0, dtype=np.int64)
         for (name, _, find, incidence, count), need in zip(kinds, needs, strict=True):
             kept = state.setdefault(name, {"radius": np.zeros(len(x)), "rows": empty, "feature": empty,
-                                           "keys": empty, "dist": np.zeros(0)})
-            rows, feature, clear = find(x[ids], need[ids] + slack)
-            kept["radius"][ids] = clear
+                                           "keys": empty, "gap": np.zeros(0), "rate": np.zeros(0)})
+            # Looked up twice the slack further: a pair found before stays to there, a new one
+            # comes within the slack (a vertex swinging about the edge of a feature's reach does
+            # not change its pairs at every look)
+            rows, feature, clear, dist = find(x[ids], need[ids] + 2.0 * slack)
             keep = ~fresh[kept["rows"]]
             before, after = kept["rows"][~keep] * count + kept["feature"][~keep], ids[rows] * count + feature
+            take = (dist <= need[ids][rows] + slack) | np.isin(after, before)
+            if not np.all(take):
+                np.minimum.at(clear, rows[~take], dist[~take])
+                rows, feature, after = rows[take], feature[take], after[take]
+            kept["radius"][ids] = clear
             if "pairs" not in kept or not np.array_equal(np.sort(before), np.sort(after)):
                 kept["rows"] = np.concatenate([kept["rows"][keep], ids[rows]])
                 kept["feature"] = np.concatenate([kept["feature"][keep], feature])
@@ -270,21 +280,25 @@ class SharpFeatures:
                 old = kept["keys"]
                 where = np.minimum(np.searchsorted(old, keys), max(len(old) - 1, 0))
                 known = (old[where] == keys) if len(old) else np.zeros(len(keys), dtype=bool)
-                dist = np.full(len(keys), -np.inf)
-                dist[known] = kept["dist"][where[known]]
-                kept["keys"], kept["dist"] = keys, dist
+                gap, rate = np.full(len(keys), -np.inf), np.ones(len(keys))
+                gap[known], rate[known] = kept["gap"][where[known]], kept["rate"][where[known]]
+                kept["keys"], kept["gap"], kept["rate"] = keys, gap, rate
                 kept["pairs"] = (keys // count, keys % count)
                 kept["who"] = None
 
-    def resolve(self, x, x0, inv_mass, reach, floor, features, incidence, friction=0.0, motion=None):
+    def resolve(self, x, x0, inv_mass, reach, floor, features, incidence, inside, friction=0.0,
+                motion=None):
         """Push the cloth (x (n, 3), in place) out of the sharp features; x0: (n, 3) where the
         substep started; reach: m, the collider's thickness + the cloth's margin; floor: m, the
         least any cloth point keeps off (the margin); incidence: the vertex -> edge and vertex ->
-        triangle tables of the features' edges and triangles (_incidence); friction: Coulomb
+        triangle tables of the features' edges and triangles (_incidence); inside(points (m, 3))
+        -> (m,) bool: which points are inside the collider's body; friction: Coulomb
         coefficient on the slide relative to the collider, whose vertices moved by motion (v, 3)
         over the substep (None: it stood still)."""
-        step = x - x0
-        step = np.sqrt(np.einsum("ij,ij->i", step, step))
+        # how far each vertex moved since the last call (the first of a substep: over the substep)
+        last = self._cache.get("last")
+        moved = x - (x0 if last is None or len(last) != len(x) else last)
+        moved = np.sqrt(np.einsum("ij,ij->i", moved, moved))
         kinds, sizes, contacts = [], [], []
         if len(self.edge_ends) and len(features.edges):
             kinds.append(("edges", features.edges, self._near_edges, incidence[0], len(self.edge_ends)))
@@ -295,16 +309,12 @@ class SharpFeatures:
             sizes.append(features.longest)
             contacts.append(self.corner_contacts)
         # a cloth item within reach of a feature has a vertex within reach + its size of it
-        self._candidates(x, [reach + size + step for size in sizes], _SLACK * features.longest, kinds)
-        # A pair's distance changes no more than its vertices move: each call takes what they
-        # moved since the last from its bound, and only pairs whose bound is below what they
-        # keep (at most reach) are measured.
-        last = self._cache.get("last")
-        if last is None or len(last) != len(x):
-            moved = np.full(len(x), np.inf)
-        else:
-            moved = x - last
-            moved = np.sqrt(np.einsum("ij,ij->i", moved, moved))
+        self._candidates(x, [reach + size + moved for size in sizes], _SLACK * features.longest, kinds)
+        # Each pair has a lower bound of how much farther than it keeps it is: a pair's distance
+        # changes no more than its vertices move, what it keeps by `rate` times that (_keep), so
+        # each call takes what they moved since the last, times 1 + rate, from the bound; only
+        # pairs whose bound is below zero are measured.
+        most = max(reach - 0.5 * floor, floor)  # what any item keeps, at most (_keep)
         work = []
         for (name, items, *_), size, contact in zip(kinds, sizes, contacts, strict=True):
             kept = self._cache[name]
@@ -315,49 +325,66 @@ class SharpFeatures:
             shift = np.take(moved, kept["columns"][0])
             for column in kept["columns"][1:]:
                 np.maximum(shift, np.take(moved, column), out=shift)
-            kept["dist"] -= shift
-            test = np.flatnonzero(kept["dist"] < reach)
-            who = kept["who"][test]
-            keep = _keep(x[who], reach, floor)
-            near = kept["dist"][test] < keep
-            if not np.all(near):
-                test, who, keep = test[near], who[near], keep[near]
+            kept["gap"] -= shift * kept["rate"]
+            test = np.flatnonzero(kept["gap"] < 0.0)
             if len(test):
+                who = kept["who"][test]
+                corners = x[who]
+                keep, rate = _keep(corners, reach, floor)
+                # where the rate is unknown, the bound is on what any item keeps
+                kept["rate"][test] = 1.0 + (0.0 if rate is None else rate)
                 # a point of the cloth inside the body got there this substep: no deeper than
                 # its item's vertices moved, beyond reach and the item's own size
-                limit = reach + size + step[who].max(axis=1)
-                work.append([kept, test, who, feature[test], keep, limit, contact])
+                limit = reach + size + moved[who].max(axis=1)
+                work.append([kept, test, who, feature[test], keep, limit, contact, corners,
+                             keep if rate is not None else most])
+        # the bounds hold for x as it is now: the next call counts the pushes below as motion
+        self._cache["last"] = x.copy()
         for round in range(ROUNDS):
             touched = 0
             for job in work:
-                kept, test, who, feature, keep, limit, contact = job
-                hit, weights, direction, depth, dist, at = contact(x, who, feature, keep, limit)
+                kept, test, who, feature, keep, limit, contact, corners, bound = job
+                if corners is None:
+                    corners = x[who]
+                item = kept["pairs"][0][test]
+                hit, weights, direction, depth, dist, at = contact(item, corners, feature, keep, limit,
+                                                                   inside)
                 if round == 0:
-                    kept["dist"][test] = dist
+                    kept["gap"][test] = dist - bound
                 surface = None if motion is None else np.einsum("ij,ijk->ik", at[1], motion[at[0]])
                 push(x, x0, who[hit], weights, inv_mass, direction, depth, friction, surface)
                 touched += len(hit)
                 # the next rounds only revisit pairs near contact
                 near = np.flatnonzero(dist < keep + reach)
                 job[1:6] = test[near], who[near], feature[near], keep[near], limit[near]
+                job[7] = None
             if touched == 0:
                 break
-        self._cache["last"] = x.copy()
 
-    def edge_contacts(self, x, cloth, sharp, reach, depth_limit):
-        """Pushes for the (cloth edges (k, 2) vertex ids, sharp edge rows) pairs that touch, each
-        kept reach (k,) away: (hit rows, weights (h, 2), directions (h, 3), depths (h,),
-        distances (k,), the contact points on the collider: (vertex ids (h, 2), weights (h, 2)))."""
-        p, q = x[cloth[:, 0]], x[cloth[:, 1]]
+    def edge_contacts(self, item, ends, sharp, reach, depth_limit, inside):
+        """Pushes for the (cloth edges item (k,), ends (k, 2, 3), sharp edge rows) pairs that
+        touch, each kept reach (k,) away: (hit rows, weights (h, 2), directions (h, 3), depths (h,),
+        distances (k,), the contact points on the collider: (vertex ids (h, 2), weights (h, 2))).
+        inside(points (m, 3)) -> (m,) bool: which points are inside the collider's body."""
+        p, q = ends[:, 0], ends[:, 1]
         a, d = self.a[sharp], self.d[sharp]
         g, s, t = geometry.segment_gap(p, q, a, a + d)
-        dist = np.sqrt(np.einsum("ij,ij->i", g, g))
+        measured = np.sqrt(np.einsum("ij,ij->i", g, g))
+        near = np.flatnonzero((s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0)
+                              & (measured <= np.maximum(reach, depth_limit)))
+        if len(near) == 0:
+            return _no_contacts(measured, 2, 2)
+        g, s, t, dist, sharp, reach = (v[near] for v in (g, s, t, measured, sharp, reach))
         inward = np.all(np.einsum("ijk,ik->ij", self.edge_normals[sharp], g) < 0.0, axis=1)
+        inward &= dist <= depth_limit[near]
+        if np.any(inward):
+            # behind both faces is inside the body only near the edge: not past its ends' faces
+            rows = np.flatnonzero(inward)
+            at = near[rows]
+            inward[rows] = inside(p[at] + s[rows, None] * (q[at] - p[at]))
+            _nearest_only(inward, item[near], dist)
         outward = np.all(np.einsum("ijk,ik->ij", self.edge_into[sharp], g) <= 1e-9 * dist[:, None], axis=1)
-        hit = (s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0) & (
-            (outward & (dist < reach)) | (inward & (dist <= depth_limit)))
-        hit = np.flatnonzero(hit)
-        measured = dist
+        hit = np.flatnonzero((outward & (dist < reach)) | inward)
         g, s, t, dist, inward, sharp, reach = (v[hit] for v in (g, s, t, dist, inward, sharp, reach))
         bisector = self.bisector[sharp]
         direction = np.where((inward | (dist <= 1e-12 * reach))[:, None], bisector,
@@ -369,21 +396,44 @@ class SharpFeatures:
                             side / self.tan_half[sharp])
         depth = np.where(inward, target - along, reach - dist)
         feature = (self.edge_ends[sharp], np.stack([1.0 - t, t], axis=1))
-        return hit, np.stack([1.0 - s, s], axis=1), direction, depth, measured, feature
+        return near[hit], np.stack([1.0 - s, s], axis=1), direction, depth, measured, feature
 
-    def corner_contacts(self, x, cloth, corner, reach, depth_limit):
-        """Pushes for the (cloth triangles (k, 3) vertex ids, corner rows) pairs that touch, each
-        kept reach (k,) away, returned as edge_contacts'."""
+    def corner_contacts(self, item, corners, corner, reach, depth_limit, inside):
+        """Pushes for the (cloth triangles item (k,), corners (k, 3, 3), collider corner rows)
+        pairs that touch, each kept reach (k,) away, returned as edge_contacts'."""
         c = self.corner[corner]
-        q, bary, region = geometry.closest_points(c, x[cloth[:, 0]], x[cloth[:, 1]], x[cloth[:, 2]])
-        g = q - c
-        dist = np.sqrt(np.einsum("ij,ij->i", g, g))
+        u, v, w = corners[:, 0], corners[:, 1], corners[:, 2]
+        # only a face's inside counts (its edges and corners are the other pairs'): the corner's
+        # foot on the face's plane, and its height there
+        normal = np.cross(v - u, w - u)
+        normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
+        height = np.einsum("ij,ij->i", u - c, normal)
+        measured = np.abs(height)
+        near = np.flatnonzero(measured <= np.maximum(reach, depth_limit))
+        if len(near):
+            bary = geometry.barycentric(c[near], u[near], v[near], w[near])
+            inner = np.all(bary > 0.0, axis=1)  # (NaN for a degenerate face: never)
+            near, bary = near[inner], bary[inner]
+        # elsewhere a lower bound of the distance, what the caller keeps of it: the height, or
+        # the distance to the face's bounding sphere about its centroid
+        centre = corners.mean(axis=1)
+        spoke = corners - centre[:, None]
+        radius = np.sqrt(np.einsum("ijk,ijk->ij", spoke, spoke).max(axis=1))
+        measured = np.maximum(measured, np.sqrt(np.einsum("ij,ij->i", c - centre, c - centre)) - radius)
+        if len(near) == 0:
+            return _no_contacts(measured, 3, 1)
+        g = height[near, None] * normal[near]
+        dist, corner, reach = np.abs(height[near]), corner[near], reach[near]
         inward = np.all(np.einsum("ijk,ik->ij", self.corner_normals[corner], g) < 0.0, axis=1)
+        inward &= dist <= depth_limit[near]
+        if np.any(inward):
+            # behind every face at the corner is inside the body only near it
+            rows = np.flatnonzero(inward)
+            inward[rows] = inside(c[near[rows]] + g[rows])
+            _nearest_only(inward, item[near], dist)
         edges = self.corner_edges[corner]
         outward = np.all(np.einsum("ijk,ik->ij", edges, g) <= 1e-9 * dist[:, None], axis=1)
-        hit = (region == geometry.FACE) & ((outward & (dist < reach)) | (inward & (dist <= depth_limit)))
-        hit = np.flatnonzero(hit)
-        measured = dist
+        hit = np.flatnonzero((outward & (dist < reach)) | inward)
         g, dist, inward, corner, bary, reach = (v[hit] for v in (g, dist, inward, corner, bary, reach))
         unit = g / np.maximum(dist, 1e-300)[:, None]
         # Inward, g is square to the cloth face: back along it is the shortest way out, taken where
@@ -398,16 +448,40 @@ class SharpFeatures:
         tiny = dist <= 1e-12 * reach
         direction = np.where((inward | tiny)[:, None], np.where(tiny[:, None], axis, inward_direction), unit)
         depth = np.where(inward, inward_depth, reach - dist)
-        return hit, bary, direction, depth, measured, (self.corners[corner, None], np.ones((len(hit), 1)))
+        at = (self.corners[corner, None], np.ones((len(hit), 1)))
+        return near[hit], bary, direction, depth, measured, at
+
+
+def _no_contacts(measured, cloth, collider):
+    """edge_contacts' or corner_contacts' answer without a contact."""
+    nothing = np.zeros(0, dtype=np.int64)
+    return (nothing, np.zeros((0, cloth)), np.zeros((0, 3)), np.zeros(0), measured,
+            (np.zeros((0, collider), dtype=np.int64), np.zeros((0, collider))))
+
+
+def _nearest_only(inward, item, dist):
+    """Keep, in place, only each cloth item's nearest inward pair: a point inside the body next to
+    several features (a box's corner) goes out past the nearest, not past each at once."""
+    rows = np.flatnonzero(inward)
+    if len(rows) < 2:
+        return
+    rows = rows[np.lexsort((dist[rows], item[rows]))]
+    inward[rows[1:][item[rows][1:] == item[rows][:-1]]] = False
 
 
 def _keep(corners, reach, floor):
-    """(k,) how far k cloth edges or triangles, corners (k, 2 or 3, 3), keep off a feature: reach,
-    less the sag of the item between vertices reach away (a chord of the offset surface: vertex
-    contact holds the cloth no closer) and half the floor, but at least floor."""
+    """((k,) how far k cloth edges or triangles, corners (k, 2 or 3, 3), keep off a feature:
+    reach, less the sag of the item between vertices reach away (a chord of the offset surface:
+    vertex contact holds the cloth no closer) and half the floor, but at least floor; (k,) at
+    most how fast that grows with its vertices' motion (edges; None for triangles))."""
+    rate = None
     if corners.shape[1] == 2:
         half = 0.5 * (corners[:, 1] - corners[:, 0])
         sag2 = np.einsum("ij,ij->i", half, half)
+        # an edge shortens by at most twice its ends' motion, and the chord's distance grows
+        # ever more slowly as it does (at most its slope now)
+        with np.errstate(divide="ignore"):
+            rate = np.minimum(np.sqrt(sag2 / np.maximum(reach * reach - sag2, 0.0)), 1e6)
     else:
         # a plane through three points reach away is sqrt(reach^2 - R^2) off, R their circumradius
         u, v, w = corners[:, 0], corners[:, 1], corners[:, 2]
@@ -417,7 +491,7 @@ def _keep(corners, reach, floor):
         sag2 = sides[0] * sides[1] * sides[2] / np.maximum(4.0 * area2, 1e-300)
     # (half the floor below the chord: a cloth resting on a rim, whose chords are right there,
     # neither fights vertex contact nor has its pairs measured again at every jitter)
-    return np.maximum(np.sqrt(np.maximum(reach * reach - sag2, 0.0)) - 0.5 * floor, floor)
+    return np.maximum(np.sqrt(np.maximum(reach * reach - sag2, 0.0)) - 0.5 * floor, floor), rate
 
 
 def incidence(items, count):
