@@ -6,31 +6,40 @@ a cloth edge, or through a cloth triangle. Here, once the solver is done:
 
     collider edge  x  cloth edge       the closest points of the two segments, both inside their
                                        segments (an end is a vertex: vertex contact's case)
-    collider corner  x  cloth triangle the triangle's closest point to the corner, inside the face
+    collider corner  x  cloth triangle the corner's foot on the triangle's plane, inside the face
 
 Each pair's gap g (from the collider feature to the cloth) decides it against the feature's two
 cones. Outward: the feature is the collider's closest point to the cloth there (g in the normal
-cone, spanned by the adjacent faces' normals); a pair closer than reach goes out to reach along
-g. Inward: the cloth point is inside the body next to the feature (g behind every adjacent face's
-plane); it goes out along the normal cone's axis (edges: the faces' bisector; corners: their
-pseudo-normal, or the cloth face's own normal where that points into the normal cone), to
-reach beyond the feature. Anything else is closest to a face, which vertex contact handles. So
-every push points out of the body and agrees with its neighbours' (a push along a flat face's
-diagonal, or a feature's push into a face beside it, was what crumpled a tablecloth onto its
-table in a first attempt: these features are sharp and convex only, and never push a cloth point
-that a face holds).
+cone, spanned by the adjacent faces' normals); a pair closer than it keeps goes out to that
+distance along g. Inward: the cloth point is behind every face at the feature and inside the body
+(the collider's own test: far from the feature the faces' planes say nothing); only the nearest
+such feature of a cloth item counts, and the point goes out along the normal cone's axis (edges:
+the faces' bisector, until g is back in the cone; corners: the cloth face's own normal where that
+points into the cone, else the corner's pseudo-normal) to beyond the feature. Anything else is
+closest to a face, which vertex contact handles. So every push points out of the body and agrees
+with its neighbours' (a push along a flat face's diagonal, or a feature's push into a face beside
+it, was what crumpled a tablecloth onto its table in a first attempt: these features are sharp
+and convex only, and never push a cloth point that a face holds).
 
-A pair moves its cloth feature's vertices by their barycentric weights over inverse masses (the
-inelastic projection of the contact point; pinned vertices never move), several pairs at a vertex
-averaged (Jacobi), a few rounds. Sharp means the faces' normals differ by more than SHARP_ANGLE:
-decided once per topology, from the collider's first shape.
+A cloth item keeps reach less its own sag between vertices that are reach away (a chord of the
+offset surface: vertex contact holds the cloth no closer) and half the margin, at least the
+margin: a cloth resting on a rim stays as vertex contact holds it. A pair moves its item's
+vertices by their barycentric weights over inverse masses (the inelastic projection of the
+contact point; pinned vertices never move), several pairs at a vertex averaged (Jacobi), a few
+rounds, with Coulomb friction on the push relative to the collider's surface. Sharp means the
+faces' normals differ by more than SHARP_ANGLE: decided once per topology, from the collider's
+first shape.
+
+Candidates: the cloth vertices near each feature (every vertex against every feature in one array
+operation, or a k-d tree of the features' pieces), kept while the vertices stay near where they
+were looked up; every item at such a vertex, with lower bounds of its gap that fall with its
+vertices' motion, so that a call measures only the pairs that may have come near.
 """
-
 import numpy as np
 
 from . import geometry
 
-# Edges whose adjacent faces' normals differ by more than this (rad) are sharp. A UV sphere of 12
+# Edges whose adjacent faces' normals differ by more than this (rad) are sharp. A UV sphere of 14
 # or more segments stays below it (its faceting is not a feature: the faces hold the cloth there),
 # a box's rims (90 degrees) are far above.
 SHARP_ANGLE = np.radians(30.0)
@@ -237,7 +246,9 @@ class SharpFeatures:
         motion since could have brought another feature within need (a cloth at rest on a still
         collider: never), or when the collider moved. Per kind, a dict: "pairs" (cloth items,
         features), "gap" (k,): a lower bound of how much farther than it keeps each pair is (-inf:
-        not measured), "rate" (k,): how fast that bound falls with its vertices' motion."""
+        not measured), "rate" (k,): how fast that bound falls with its vertices' motion, "far"
+        (k,): a lower bound of how much farther than any item keeps it is (falls as fast as they
+        move)."""
         key = (self._of, len(x), tuple(kind[3] for kind in kinds))
         state = self._cache
         known = state.get("key")
@@ -259,7 +270,8 @@ class SharpFeatures:
         empty = np.zeros(0, dtype=np.int64)
         for (name, _, find, incidence, count), need in zip(kinds, needs, strict=True):
             kept = state.setdefault(name, {"radius": np.zeros(len(x)), "rows": empty, "feature": empty,
-                                           "keys": empty, "gap": np.zeros(0), "rate": np.zeros(0)})
+                                           "keys": empty, "gap": np.zeros(0), "rate": np.zeros(0),
+                                           "far": np.zeros(0)})
             # Looked up twice the slack further: a pair found before stays to there, a new one
             # comes within the slack (a vertex swinging about the edge of a feature's reach does
             # not change its pairs at every look)
@@ -282,7 +294,9 @@ class SharpFeatures:
                 known = (old[where] == keys) if len(old) else np.zeros(len(keys), dtype=bool)
                 gap, rate = np.full(len(keys), -np.inf), np.ones(len(keys))
                 gap[known], rate[known] = kept["gap"][where[known]], kept["rate"][where[known]]
-                kept["keys"], kept["gap"], kept["rate"] = keys, gap, rate
+                far = np.full(len(keys), -np.inf)
+                far[known] = kept["far"][where[known]]
+                kept["keys"], kept["gap"], kept["rate"], kept["far"] = keys, gap, rate, far
                 kept["pairs"] = (keys // count, keys % count)
                 kept["who"] = None
 
@@ -312,8 +326,9 @@ class SharpFeatures:
         self._candidates(x, [reach + size + moved for size in sizes], _SLACK * features.longest, kinds)
         # Each pair has a lower bound of how much farther than it keeps it is: a pair's distance
         # changes no more than its vertices move, what it keeps by `rate` times that (_keep), so
-        # each call takes what they moved since the last, times 1 + rate, from the bound; only
-        # pairs whose bound is below zero are measured.
+        # each call takes what they moved since the last, times 1 + rate, from the bound; and one
+        # of how much farther than any item keeps (`most`), which falls as fast as they move.
+        # Only pairs with both below zero are measured.
         most = max(reach - 0.5 * floor, floor)  # what any item keeps, at most (_keep)
         work = []
         for (name, items, *_), size, contact in zip(kinds, sizes, contacts, strict=True):
@@ -325,8 +340,9 @@ class SharpFeatures:
             shift = np.take(moved, kept["columns"][0])
             for column in kept["columns"][1:]:
                 np.maximum(shift, np.take(moved, column), out=shift)
+            kept["far"] -= shift
             kept["gap"] -= shift * kept["rate"]
-            test = np.flatnonzero(kept["gap"] < 0.0)
+            test = np.flatnonzero((kept["gap"] < 0.0) & (kept["far"] < 0.0))
             if len(test):
                 who = kept["who"][test]
                 corners = x[who]
@@ -350,7 +366,7 @@ class SharpFeatures:
                 hit, weights, direction, depth, dist, at = contact(item, corners, feature, keep, limit,
                                                                    inside)
                 if round == 0:
-                    kept["gap"][test] = dist - bound
+                    kept["gap"][test], kept["far"][test] = dist - bound, dist - most
                 surface = None if motion is None else np.einsum("ij,ijk->ik", at[1], motion[at[0]])
                 push(x, x0, who[hit], weights, inv_mass, direction, depth, friction, surface)
                 touched += len(hit)

@@ -6,7 +6,9 @@ from test_self_collision import edge_triangle_crossings
 
 from cloth_addon.core import ClothPart, MeshCollider, PlaneCollider, Settings, Simulation
 from cloth_addon.core.ccd import cubic_roots, edge_edge_toi, vertex_triangle_toi
-from cloth_addon.core.geometry import closest_points, segment_closest, segment_triangle_hits
+from cloth_addon.core.geometry import closest_points, segment_closest, segment_triangle_hits, uv_sphere
+from cloth_addon.core.mesh_features import SharpFeatures
+from cloth_addon.core.scenes import cloth_cube
 from cloth_addon.core.scenes import grid as make_grid
 from cloth_addon.core.self_contact import SelfContact
 
@@ -140,6 +142,24 @@ def test_a_moving_box_carries_the_cloth_lying_on_it(solver):
 
 def _inside_box(points, lo, hi):
     return np.all((points > lo) & (points < hi), axis=1)
+
+
+def _sharp(vertices, triangles):
+    collider = MeshCollider(vertices, triangles)
+    collider._refresh()
+    features = SharpFeatures(collider.vertices, collider.triangles, collider._normal, collider._edge_ends,
+                             collider._edge_tris, collider.closed)
+    return len(features.edge_ends), len(features.corners)
+
+
+def test_sharp_features_are_a_box_s_rims_and_corners_not_a_sphere_s_facets():
+    assert _sharp(*box((1.0, 1.0, 0.75), (0.0, 0.0, 0.375))) == (12, 8)  # not the faces' diagonals
+    cube, quads = cloth_cube(4, 1.0)  # each rim in three edges, two vertices of them mid-rim
+    assert _sharp(cube, np.concatenate([quads[:, [0, 1, 2]], quads[:, [0, 2, 3]]])) == (36, 8)
+    assert _sharp(*uv_sphere(0.45, 32, 16)) == (0, 0)
+    assert _sharp(*uv_sphere(0.45, 16, 8)) == (0, 0)
+    plane = np.array([(-1.0, -1.0, 0.0), (1.0, -1.0, 0.0), (1.0, 1.0, 0.0), (-1.0, 1.0, 0.0)])
+    assert _sharp(plane, np.array([(0, 1, 2), (0, 2, 3)])) == (0, 0)  # open: no inside to keep out of
 
 
 @pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])  # Verlet keeps the seed's particle contact
