@@ -20,9 +20,14 @@ One substep of a Simulation, around the solver:
                     caused (Bridson, Fedkiw, Anderson 2002); then the continuous self-contact
                     check that makes the substep free of crossings (self_contact.py)
 
-Colliders contact the cloth by features: cloth vertices against the collider's faces, and cloth
-edges against a sphere (colliders.py, mesh_collider.py). A mesh collider's sharp edges and
-corners against the cloth's edges and faces are not handled yet.
+Colliders contact the cloth by features: cloth vertices against the collider's faces, cloth
+edges against a sphere (colliders.py, mesh_collider.py), and a mesh collider's sharp convex edges
+and corners against the cloth's edges and faces (mesh_features.py). Vertices are projected inside
+the solver's iterations too; edges and faces only in finish, after each vertex projection of the
+collider there (for solvers with contact_features: not Verlet, which keeps the seed's vertex
+contact). Those feature contacts carry their own Coulomb friction (on the push they make, as
+self-contact's do): a cloth edge hanging on a rim has vertices too far off the collider for the
+friction below.
 
 Friction, per contact with unit normal n, collider surface displacement u over the substep,
 cloth displacement x1 - x0 and free-flight displacement y - x0 (y: the solver's inertial
@@ -231,11 +236,14 @@ class ContactStage:
             # The solver's last iterate comes to finish as this collider left it, and a projection
             # does not move its own result again (but for rounding, or a particle between two faces
             # of a concave corner, which the next substep's iterations take up).
-            if (last is not None and all(a is b for a, b in zip(last[0], key, strict=True))
-                    and np.array_equal(last[1], x)):
-                return
-            collider.project(x, x0, movable, margin, None, sweep_from=sweep)
-            self._projected[id(collider)] = (key, x.copy())
+            skip = (last is not None and all(a is b for a, b in zip(last[0], key, strict=True))
+                    and np.array_equal(last[1], x))
+            if not skip:
+                collider.project(x, x0, movable, margin, None, sweep_from=sweep)
+                self._projected[id(collider)] = (key, x.copy())
+            if features is not None:
+                mu = self.sim.settings.friction if collider.friction is None else collider.friction
+                collider.feature_contacts(x, x0, self.sim.model.inv_mass, margin, features, mu, sweep)
         elif isinstance(collider, SphereCollider):
             collider.project(x, x0, movable, margin, None, features=features)
         else:

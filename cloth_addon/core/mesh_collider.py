@@ -30,11 +30,14 @@ Same `project(positions, previous, movable, margin, friction)` as the analytic c
 
 The collider's motion is what changed since the last `project` call: `update()` then the next
 call sees the whole move (Simulation with substeps: the first substep of the frame).
+
+`feature_contacts` keeps the cloth's edges off the mesh's sharp convex edges and its triangles off
+the mesh's convex corners (mesh_features.py), which can pass between the cloth's vertices.
 """
 
 import numpy as np
 
-from . import geometry
+from . import geometry, mesh_features
 from .colliders import _apply_friction, friction_coefficient
 
 # Meshes of up to this many triangles are paired with particles by testing every pair (one array
@@ -90,6 +93,8 @@ class MeshCollider:
         self.previous_vertices = vertices  # where the last project() saw the collider
         self._geometry_of = None
         self._cache = None  # MeshCollider.prepare's candidates
+        self._sharp = None  # mesh_features.SharpFeatures, classified on first use
+        self._incidence = None  # (cloth edges, their incidence, cloth triangles, theirs)
 
     # -- topology (fixed) -----------------------------------------------------------------
     def _topology(self):
@@ -101,6 +106,14 @@ class MeshCollider:
         unique, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
         self._tri_edges = inverse.reshape(-1, 3)
         self._edge_count = len(unique)
+        self._edge_ends = np.stack([unique // n, unique % n], axis=1)
+        # the (up to) two triangles of every edge, -1 where it has only one
+        order = np.argsort(inverse, kind="stable")
+        first = np.searchsorted(inverse[order], np.arange(len(unique)))
+        self._edge_tris = np.full((len(unique), 2), -1, dtype=np.int64)
+        self._edge_tris[:, 0] = order[first] // 3
+        two = counts >= 2
+        self._edge_tris[two, 1] = order[first[two] + 1] // 3
         # A triangle is part of a closed surface when each of its edges has exactly two triangles.
         self.closed = np.all(counts[self._tri_edges] == 2, axis=1)
 
@@ -305,6 +318,37 @@ class MeshCollider:
         self._refresh()
         reach = self.thickness + float(margin)
         self._vertex_contacts(positions, previous, movable, reach, friction, before)
+
+    def feature_contacts(self, positions, previous, inv_mass, margin, features, friction=0.0,
+                         sweep_from=None) -> None:
+        """Keep the cloth's edges off the mesh's sharp convex edges and its triangles off the
+        mesh's convex corners (mesh_features.py), in place on positions (n, 3).
+
+        previous: (n, 3) where the substep started; inv_mass: (n,) 1/kg, 0 for pinned particles;
+        features: the model's contact_features; friction: the Coulomb coefficient there;
+        sweep_from: (v, 3) where the collider was at the substep's start (None: where it is)."""
+        self._refresh()
+        if self._sharp is None:
+            self._sharp = mesh_features.SharpFeatures(self.vertices, self.triangles, self._normal,
+                                                      self._edge_ends, self._edge_tris, self.closed)
+        sharp = self._sharp
+        if sharp.empty:
+            return
+        sharp.shape(self.vertices, self._normal)
+        edges, triangles = features.edges, features.triangles
+        known = self._incidence
+        if known is None or known[0] is not edges or known[2] is not triangles:
+            n = len(positions)
+            known = self._incidence = (edges, mesh_features.incidence(edges, n), triangles,
+                                       mesh_features.incidence(triangles, n))
+        moved = None if sweep_from is None or sweep_from is self.vertices else self.vertices - sweep_from
+        margin = float(margin)
+        sharp.resolve(positions, previous, inv_mass, self.thickness + margin, margin, features,
+                      (known[1], known[3]), self._inside_body, friction, moved)
+
+    def _inside_body(self, points):
+        """(m,) bool: which of points (m, 3) are inside a closed part of the mesh."""
+        return self._inside(points, np.ones(len(points), dtype=bool))
 
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement
