@@ -122,6 +122,14 @@ def _most(values, index):
     return out
 
 
+def _largest(values, columns):
+    """(k,) the largest of values (m,) at each column of index (w, k)."""
+    out = values[columns[0]]
+    for row in columns[1:]:
+        np.maximum(out, values[row], out=out)
+    return out
+
+
 def _widest(array):
     """(k,) the largest entry of each row of array (k, w), column by column (see _most)."""
     out = array[:, 0].copy()
@@ -170,7 +178,7 @@ class SelfContact:
         self.edges, self.triangles, _ = model.contact_features
         self._make_clusters(CLUSTER)
         self._rest_exclusions()
-        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "clusters": self._count}
+        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "clusters": self._c}
 
     # -- set-up ----------------------------------------------------------------------------
     def _make_clusters(self, size):
@@ -180,14 +188,14 @@ class SelfContact:
         cluster from _reach_start)."""
         n = self.model.n_particles
         cluster = _clusters(self.model.rest_positions, size)
-        self._cluster, self._count = cluster, int(cluster.max(initial=-1)) + 1
+        self._cluster, self._c = cluster, int(cluster.max(initial=-1)) + 1
         mass = np.asarray(self.model.mass, dtype=np.float64)
-        total = np.bincount(cluster, mass, self._count)
+        total = np.bincount(cluster, mass, self._c)
         # a cluster of massless vertices (all pinned, say) takes their plain mean
         plain = total <= 0.0
         weight = np.where(plain[cluster], 1.0, mass)
-        total = np.bincount(cluster, weight, self._count)
-        self._mean = sp.csr_matrix((weight / total[cluster], (cluster, np.arange(n))), shape=(self._count, n))
+        total = np.bincount(cluster, weight, self._c)
+        self._mean = sp.csr_matrix((weight / total[cluster], (cluster, np.arange(n))), shape=(self._c, n))
         keys = [cluster * n + np.arange(n)]
         for features in (self.triangles, self.edges):
             for i in range(features.shape[1]):
@@ -195,10 +203,12 @@ class SelfContact:
                     keys.append(cluster[features[:, i]] * n + features[:, j])
         keys = np.unique(np.concatenate(keys))
         self._reach_vertex, self._reach_cluster = keys % n, keys // n
-        self._reach_start = np.searchsorted(self._reach_cluster, np.arange(self._count))
+        self._reach_start = np.searchsorted(self._reach_cluster, np.arange(self._c))
         self._tri_clusters = cluster[self.triangles] if len(self.triangles) else np.zeros((0, 3), np.int64)
         self._edge_clusters = cluster[self.edges] if len(self.edges) else np.zeros((0, 2), np.int64)
-        self._c = self._count
+        # the same, one row per corner or end (gathers along contiguous rows)
+        self._tri_cluster_rows = np.ascontiguousarray(self._tri_clusters.T)
+        self._edge_cluster_rows = np.ascontiguousarray(self._edge_clusters.T)
 
     def _rest_exclusions(self):
         """Pairs already closer than the gap in the rest shape: the cloth's own neighbourhood,
@@ -212,13 +222,34 @@ class SelfContact:
 
     # -- broad phase -------------------------------------------------------------------------
     def _vf_pairs(self, p, t):
-        """(k, 3) flat (c, c) indices of the cluster pairs of vertex-triangle pairs (p, t)."""
-        return self._cluster[p][:, None] * self._c + self._tri_clusters[t]
+        """(3, k) flat (c, c) indices of the cluster pairs of vertex-triangle pairs (p, t) (one
+        row per corner: contiguous rows gather fastest)."""
+        first = self._cluster[p] * self._c
+        return np.stack([first + corner[t] for corner in self._tri_cluster_rows])
+
+    def _vf_most(self, table, p, t):
+        """(k,) the largest entry of table (c * c,) over the cluster pairs of vertex-triangle pairs
+        (p, t), without listing them (_vf_pairs)."""
+        first, corners = self._cluster[p] * self._c, self._tri_cluster_rows
+        out = table[first + corners[0][t]]
+        for corner in corners[1:]:
+            np.maximum(out, table[first + corner[t]], out=out)
+        return out
+
+    def _ee_most(self, table, a, b):
+        """(k,) the largest entry of table (c * c,) over the cluster pairs of edge-edge pairs
+        (a, b), without listing them (_ee_pairs)."""
+        ends = self._edge_cluster_rows
+        a0, a1, b0, b1 = ends[0][a] * self._c, ends[1][a] * self._c, ends[0][b], ends[1][b]
+        out = table[a0 + b0]
+        for index in (a0 + b1, a1 + b0, a1 + b1):
+            np.maximum(out, table[index], out=out)
+        return out
 
     def _ee_pairs(self, a, b):
-        """(k, 4) flat (c, c) indices of the cluster pairs of edge-edge pairs (a, b)."""
-        ca, cb = self._edge_clusters[a], self._edge_clusters[b]
-        return (ca[:, :, None] * self._c + cb[:, None, :]).reshape(-1, 4)
+        """(4, k) flat (c, c) indices of the cluster pairs of edge-edge pairs (a, b)."""
+        ends = self._edge_cluster_rows
+        return np.stack([ends[i][a] * self._c + ends[j][b] for i in (0, 1) for j in (0, 1)])
 
     def _near(self, x, budget, allowance=None, moved=None):
         """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
@@ -253,7 +284,7 @@ class SelfContact:
             vf_p, vf_t = vf_p[keep], vf_t[keep]
             bound = budget[vf_p] + tri_budget[vf_t] + d
             if flat is not None:
-                bound += _most(flat, self._vf_pairs(vf_p, vf_t))
+                bound += self._vf_most(flat, vf_p, vf_t)
             # the spheres, before any closest point: a fast vertex's reach finds many far pairs
             keep = np.linalg.norm(x[vf_p] - centre[vf_t], axis=1) - radius[vf_t] <= bound
             vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
@@ -283,7 +314,7 @@ class SelfContact:
             ea, eb = ea[keep], eb[keep]
             bound = edge_budget[ea] + edge_budget[eb] + d
             if flat is not None:
-                bound += _most(flat, self._ee_pairs(ea, eb))
+                bound += self._ee_most(flat, ea, eb)
             keep = np.linalg.norm(middle[ea] - middle[eb], axis=1) - half[ea] - half[eb] <= bound
             ea, eb, bound = ea[keep], eb[keep], bound[keep]
             ee_gap = np.linalg.norm(self._edge_gaps(x, ea, eb)[0], axis=1)
@@ -299,15 +330,17 @@ class SelfContact:
         rest = motion - mean[self._cluster]
         return mean, np.sqrt(np.einsum("ij,ij->i", rest, rest))
 
-    def _fit(self, budget, allowance):
+    def _fit(self, budget, allowance, apart=None):
         """(allowance, limit), each (c, c) m, for vertex budgets (n,) and the drift allowances
         (c, c) asked for. Two clusters whose features are further apart at the reference than d
         plus the largest budgets of their reaches need no allowance (0): no pair of theirs can be
         found with it. limit: how far two clusters' reference motions may drift apart while the
         candidates hold, their allowance or, if larger, how far their reaches' bounding spheres
-        at the reference are apart beyond d and those budgets."""
+        at the reference are apart beyond d and those budgets. apart: (c, c) m, how far those
+        spheres are apart (the reference's, _apart, if None)."""
+        apart = self._apart if apart is None else apart
         reach = np.maximum.reduceat(budget[self._reach_vertex], self._reach_start)
-        apart = self._apart - reach[:, None] - reach[None, :] - self.distance
+        apart = apart - reach[:, None] - reach[None, :] - self.distance
         allowance = np.where(apart > allowance, 0.0, allowance)
         np.fill_diagonal(allowance, 0.0)
         return allowance, np.maximum(allowance, apart)
@@ -317,32 +350,33 @@ class SelfContact:
         (n, 3) m.
 
         x0 becomes the reference. Each vertex's budget is GROW times its deviation from its
-        cluster's mean motion x0 -> x1, plus the slack, and each two clusters' drift allowance
-        GROW times how far their mean motions differ, plus the slack; pairs closer at x0 than d
+        cluster's mean motion x0 -> x1, plus SLACK d, and each two clusters' drift allowance
+        DRIFT_GROW times how far their mean motions differ, plus DRIFT_SLACK d; pairs closer at x0 than d
         plus their vertices' largest budgets and their clusters' allowance are candidates, with
         their exact gaps at x0 (later positions only need the features' deviations and their
         clusters' drift since, _spread, to bound a gap from below). They hold for any positions
         at which no vertex deviates by more than its budget and no two clusters drift apart by
         more than their limit (`cover` checks, and grows the budgets that a vertex outruns)."""
         d = self.distance
-        self._reference = x0.copy()
         # the bounding spheres of the clusters' reaches, at the reference
         centre = self._mean @ x0
         offset = x0[self._reach_vertex] - centre[self._reach_cluster]
         radius = np.maximum.reduceat(np.sqrt(np.einsum("ij,ij->i", offset, offset)), self._reach_start)
-        self._apart = _pairwise(centre) - radius[:, None] - radius[None, :]
+        apart = _pairwise(centre) - radius[:, None] - radius[None, :]
         mean, deviation = self._split(x1 - x0)
         drift = _pairwise(mean)
         try:
             budget = GROW * deviation + SLACK * d
-            allowance, limit = self._fit(budget, DRIFT_GROW * drift + DRIFT_SLACK * d)
+            allowance, limit = self._fit(budget, DRIFT_GROW * drift + DRIFT_SLACK * d, apart)
             found = self._near(x0, budget, allowance)
         except geometry.TooManyPairs:
             # a cloth in violent motion: budgets for this substep alone; if even those list too
             # many pairs, TooManyPairs reaches prepare/untangle, which hold the cloth still
             budget = deviation + SLACK * d
-            allowance, limit = self._fit(budget, drift + DRIFT_SLACK * d)
+            allowance, limit = self._fit(budget, drift + DRIFT_SLACK * d, apart)
             found = self._near(x0, budget, allowance)
+        # only now: if even the fall-back lists too many pairs, the last set and its reference stay
+        self._reference, self._apart = x0.copy(), apart
         self._budget, self._allowance, self._limit = budget, allowance, limit
         self._add(*found, fresh=True)
         self._built = len(self.vf[0]) + len(self.ee[0])
@@ -358,7 +392,8 @@ class SelfContact:
                              ("_ee_a_ends", self.edges[a]), ("_ee_b_ends", self.edges[b]),
                              ("_ee_proximity", ee_proximity), ("_ee_clusters", self._ee_pairs(a, b))):
             old = getattr(self, name, None)
-            setattr(self, name, values if old is None or fresh else np.concatenate([old, values]))
+            axis = 1 if name.endswith("_clusters") else 0  # (w, k): one row per cluster pair
+            setattr(self, name, values if old is None or fresh else np.concatenate([old, values], axis=axis))
         self.vf, self.ee = (self._vf_p, self._vf_t), (self._ee_a, self._ee_b)
         self._ee_ends = (self._ee_a_ends, self._ee_b_ends)
         self.stats["vf"], self.stats["ee"] = len(self._vf_p), len(self._ee_a)
@@ -409,9 +444,9 @@ class SelfContact:
         # only the pairs that were out of reach before are new
         flat = self._allowance.ravel()
         old = self._budget
-        new = vf_gap > old[p] + _most(old, self.triangles[t]) + d + _most(flat, self._vf_pairs(p, t))
+        new = vf_gap > old[p] + _most(old, self.triangles[t]) + d + self._vf_most(flat, p, t)
         fresh = ee_gap > _most(old, self.edges[a]) + _most(old, self.edges[b]) + d + \
-            _most(flat, self._ee_pairs(a, b))
+            self._ee_most(flat, a, b)
         self._budget, self._limit = budget, limit
         self._add(p[new], t[new], vf_gap[new], a[fresh], b[fresh], ee_gap[fresh])
         self.stats["grown"] = self.stats.get("grown", 0) + 1
@@ -484,8 +519,9 @@ class SelfContact:
         drift = drift.ravel()
         (p, t), (a, b) = self.vf, self.ee
         near = self._vf_proximity & (self._vf_gap < d + vertex[p] + triangle[t] +
-                                     _most(drift, self._vf_clusters))
-        close = self._ee_proximity & (self._ee_gap < d + edge[a] + edge[b] + _most(drift, self._ee_clusters))
+                                     _largest(drift, self._vf_clusters))
+        close = self._ee_proximity & (self._ee_gap < d + edge[a] + edge[b] +
+                                      _largest(drift, self._ee_clusters))
         return p[near], t[near], a[close], b[close]
 
     @staticmethod
@@ -544,7 +580,7 @@ class SelfContact:
         triangle = triangle + _most(step, self.triangles)
         edge = edge + _most(step, self.edges)
         (p, t), tris = self.vf, self._vf_tris
-        keep = self._vf_gap <= vertex[p] + triangle[t] + _most(drift, self._vf_clusters) + tol
+        keep = self._vf_gap <= vertex[p] + triangle[t] + _largest(drift, self._vf_clusters) + tol
         if changed is not None:
             keep &= changed[p] | changed[tris].any(axis=1)
         p, t, tris = p[keep], t[keep], tris[keep]
@@ -560,7 +596,7 @@ class SelfContact:
             hit = np.isfinite(toi)
             groups.append(np.concatenate([p[hit, None], tris[hit]], axis=1))
         (a, b), (ea, eb) = self.ee, self._ee_ends
-        keep = self._ee_gap <= edge[a] + edge[b] + _most(drift, self._ee_clusters) + tol
+        keep = self._ee_gap <= edge[a] + edge[b] + _largest(drift, self._ee_clusters) + tol
         if changed is not None:
             keep &= changed[ea].any(axis=1) | changed[eb].any(axis=1)
         a, b, ea, eb = a[keep], b[keep], ea[keep], eb[keep]

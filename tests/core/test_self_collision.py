@@ -294,8 +294,8 @@ def test_the_cluster_test_fails_when_clusters_may_drift_without_limit(monkeypatc
 
     monkeypatch.setattr(self_contact, "CLUSTER", 8)
     fit = SelfContact._fit
-    monkeypatch.setattr(SelfContact, "_fit", lambda self, budget, allowance: (
-        fit(self, budget, allowance)[0], np.full((self._c, self._c), np.inf)))
+    monkeypatch.setattr(SelfContact, "_fit", lambda self, budget, allowance, apart=None: (
+        fit(self, budget, allowance, apart)[0], np.full((self._c, self._c), np.inf)))
     d = 0.02
     flat, faces, vertices, upper = _folded_sheet((4.0 if kind == "land" else 0.6) * d)
     contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
