@@ -130,6 +130,16 @@ def _largest(values, columns):
     return out
 
 
+def _length(vectors):
+    """(k,) lengths of vectors (k, 3) (np.linalg.norm along a short axis is several times slower)."""
+    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+
+
+def _longest(vectors):
+    """(k,) the longest of each row of vectors (k, m, 3)."""
+    return np.sqrt(_widest(np.einsum("ijk,ijk->ij", vectors, vectors)))
+
+
 def _widest(array):
     """(k,) the largest entry of each row of array (k, w), column by column (see _most)."""
     out = array[:, 0].copy()
@@ -280,17 +290,17 @@ class SelfContact:
                 p2, t2 = geometry.sphere_pairs(x, reach, centre[hit], radius[hit] + tri_reach[hit], limit)
                 key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
                 vf_p, vf_t = key // len(tris), key % len(tris)
-            keep = np.all(tris[vf_t] != vf_p[:, None], axis=1)
+            keep = (tris[vf_t, 0] != vf_p) & (tris[vf_t, 1] != vf_p) & (tris[vf_t, 2] != vf_p)
             vf_p, vf_t = vf_p[keep], vf_t[keep]
             bound = budget[vf_p] + tri_budget[vf_t] + d
             if flat is not None:
                 bound += self._vf_most(flat, vf_p, vf_t)
             # the spheres, before any closest point: a fast vertex's reach finds many far pairs
-            keep = np.linalg.norm(x[vf_p] - centre[vf_t], axis=1) - radius[vf_t] <= bound
+            keep = _length(x[vf_p] - centre[vf_t]) - radius[vf_t] <= bound
             vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
             corners = tris[vf_t]
             q, _, _ = geometry.closest_points(x[vf_p], x[corners[:, 0]], x[corners[:, 1]], x[corners[:, 2]])
-            vf_gap = np.linalg.norm(x[vf_p] - q, axis=1)
+            vf_gap = _length(x[vf_p] - q)
             # in the order of the features' numbers, not of the trees' traversal: the Jacobi sums
             # of the responses then do not depend on how the trees were cut
             keep = np.flatnonzero(vf_gap <= bound)
@@ -315,9 +325,9 @@ class SelfContact:
             bound = edge_budget[ea] + edge_budget[eb] + d
             if flat is not None:
                 bound += self._ee_most(flat, ea, eb)
-            keep = np.linalg.norm(middle[ea] - middle[eb], axis=1) - half[ea] - half[eb] <= bound
+            keep = _length(middle[ea] - middle[eb]) - half[ea] - half[eb] <= bound
             ea, eb, bound = ea[keep], eb[keep], bound[keep]
-            ee_gap = np.linalg.norm(self._edge_gaps(x, ea, eb)[0], axis=1)
+            ee_gap = _length(self._edge_gaps(x, ea, eb)[0])
             keep = np.flatnonzero(ee_gap <= bound)
             keep = keep[np.argsort(ea[keep] * len(edges) + eb[keep], kind="stable")]
             ea, eb, ee_gap = ea[keep], eb[keep], ee_gap[keep]
@@ -482,7 +492,7 @@ class SelfContact:
             tris = self.triangles[t]
             q, bary, _ = geometry.closest_points(x[p], x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]])
             gap = x[p] - q
-            dist = np.linalg.norm(gap, axis=1)
+            dist = _length(gap)
             near = dist < d
             if np.any(near):
                 p, tris, q, bary, gap, dist = p[near], tris[near], q[near], bary[near], gap[near], dist[near]
@@ -496,7 +506,7 @@ class SelfContact:
                            d - np.einsum("ij,ij->i", gap, normal), w)
         if len(a):
             gap, s, t = self._edge_gaps(x, a, b)
-            dist = np.linalg.norm(gap, axis=1)
+            dist = _length(gap)
             near = dist < d
             if np.any(near):
                 a, b, gap, s, t, dist = a[near], b[near], gap[near], s[near], t[near], dist[near]
@@ -534,7 +544,7 @@ class SelfContact:
         tiny = dist <= 1e-12
         if np.any(tiny):
             f = fallback[tiny]
-            unit[tiny] = f / np.maximum(np.linalg.norm(f, axis=1), 1e-300)[:, None]
+            unit[tiny] = f / np.maximum(_length(f), 1e-300)[:, None]
         return unit
 
     def _push(self, index, vectors, x, x0, who, weights, normal, depth, w):
@@ -554,7 +564,7 @@ class SelfContact:
             # relative slide of the two sides over the substep, tangential part
             slide = np.einsum("ij,ijk->ik", weights, x[who] - x0[who])
             slide -= np.einsum("ij,ij->i", slide, normal)[:, None] * normal
-            length = np.linalg.norm(slide, axis=1)
+            length = _length(slide)
             cut = np.minimum(1.0, self.friction * np.abs(depth) / np.maximum(length, 1e-300))
             mu = (cut / denom)[:, None] * slide  # the impulse that stops that share of the slide
             step -= (weights * inv)[:, :, None] * mu[:, None, :]
@@ -582,14 +592,14 @@ class SelfContact:
         (p, t), tris = self.vf, self._vf_tris
         keep = self._vf_gap <= vertex[p] + triangle[t] + _largest(drift, self._vf_clusters) + tol
         if changed is not None:
-            keep &= changed[p] | changed[tris].any(axis=1)
+            keep &= changed[p] | _most(changed, tris)
         p, t, tris = p[keep], t[keep], tris[keep]
         if len(p):
             # A pair can only touch if its start spheres are closer than the features move
             # relative to each other (a falling sheet's own pairs move together: none).
             centre, radius = _spheres(x0, self.triangles)
-            relative = _widest(np.linalg.norm(motion[tris] - motion[p][:, None, :], axis=2))
-            may = np.linalg.norm(x0[p] - centre[t], axis=1) - radius[t] <= relative + tol
+            relative = _longest(motion[tris] - motion[p][:, None, :])
+            may = _length(x0[p] - centre[t]) - radius[t] <= relative + tol
             p, tris = p[may], tris[may]
             toi = ccd.vertex_triangle_toi(x0[p], x1[p], x0[tris[:, 0]], x1[tris[:, 0]], x0[tris[:, 1]],
                                           x1[tris[:, 1]], x0[tris[:, 2]], x1[tris[:, 2]], tol)
@@ -598,16 +608,15 @@ class SelfContact:
         (a, b), (ea, eb) = self.ee, self._ee_ends
         keep = self._ee_gap <= edge[a] + edge[b] + _largest(drift, self._ee_clusters) + tol
         if changed is not None:
-            keep &= changed[ea].any(axis=1) | changed[eb].any(axis=1)
+            keep &= _most(changed, ea) | _most(changed, eb)
         a, b, ea, eb = a[keep], b[keep], ea[keep], eb[keep]
         if len(a):
             middle, half = _spheres(x0, self.edges)
             # a point of either edge moves relative to edge a's first end by at most its edge's
             # largest relative end motion: the two add up
             reference = motion[ea[:, :1]]
-            relative = _widest(np.linalg.norm(motion[ea] - reference, axis=2)) + \
-                _widest(np.linalg.norm(motion[eb] - reference, axis=2))
-            may = np.linalg.norm(middle[a] - middle[b], axis=1) - half[a] - half[b] <= relative + tol
+            relative = _longest(motion[ea] - reference) + _longest(motion[eb] - reference)
+            may = _length(middle[a] - middle[b]) - half[a] - half[b] <= relative + tol
             ea, eb = ea[may], eb[may]
             toi = ccd.edge_edge_toi(x0[ea[:, 0]], x1[ea[:, 0]], x0[ea[:, 1]], x1[ea[:, 1]],
                                     x0[eb[:, 0]], x1[eb[:, 0]], x0[eb[:, 1]], x1[eb[:, 1]], tol)
