@@ -282,7 +282,7 @@ class SelfContact:
             tri_reach = tri_budget + _most(row, self._tri_clusters) + 0.5 * d
             reach = budget + row[self._cluster] + 0.5 * d
             if moved is None:
-                vf_p, vf_t = geometry.sphere_pairs(x, reach, centre, radius + tri_reach, limit)
+                vf_p, vf_t, spacing = geometry.sphere_pairs(x, reach, centre, radius + tri_reach, limit, True)
             else:
                 # moved vertices against every triangle, and every vertex against moved triangles
                 rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
@@ -290,13 +290,14 @@ class SelfContact:
                 p2, t2 = geometry.sphere_pairs(x, reach, centre[hit], radius[hit] + tri_reach[hit], limit)
                 key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
                 vf_p, vf_t = key // len(tris), key % len(tris)
+                spacing = _length(x[vf_p] - centre[vf_t])
             keep = (tris[vf_t, 0] != vf_p) & (tris[vf_t, 1] != vf_p) & (tris[vf_t, 2] != vf_p)
-            vf_p, vf_t = vf_p[keep], vf_t[keep]
+            vf_p, vf_t, spacing = vf_p[keep], vf_t[keep], spacing[keep]
             bound = budget[vf_p] + tri_budget[vf_t] + d
             if flat is not None:
                 bound += self._vf_most(flat, vf_p, vf_t)
             # the spheres, before any closest point: a fast vertex's reach finds many far pairs
-            keep = _length(x[vf_p] - centre[vf_t]) - radius[vf_t] <= bound
+            keep = spacing - radius[vf_t] <= bound
             vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
             corners = tris[vf_t]
             q, _, _ = geometry.closest_points(x[vf_p], x[corners[:, 0]], x[corners[:, 1]], x[corners[:, 2]])
@@ -311,21 +312,22 @@ class SelfContact:
             edge_budget = _most(budget, edges)
             extent = half + edge_budget + _most(row, self._edge_clusters) + 0.5 * d
             if moved is None:
-                ea, eb = geometry.sphere_pairs_within(middle, extent, limit)
+                ea, eb, spacing = geometry.sphere_pairs_within(middle, extent, limit, True)
             else:
                 rows = np.flatnonzero(moved[edges].any(axis=1))
                 ea, eb = geometry.sphere_pairs(middle[rows], extent[rows], middle, extent, limit)
                 # a pair of two moved edges is found from both ends
                 key = np.unique(np.minimum(rows[ea], eb) * len(edges) + np.maximum(rows[ea], eb))
                 ea, eb = key // len(edges), key % len(edges)
+                spacing = _length(middle[ea] - middle[eb])
             a, b = edges[ea], edges[eb]
             keep = (ea < eb) & (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & \
                 (a[:, 1] != b[:, 1])
-            ea, eb = ea[keep], eb[keep]
+            ea, eb, spacing = ea[keep], eb[keep], spacing[keep]
             bound = edge_budget[ea] + edge_budget[eb] + d
             if flat is not None:
                 bound += self._ee_most(flat, ea, eb)
-            keep = _length(middle[ea] - middle[eb]) - half[ea] - half[eb] <= bound
+            keep = spacing - half[ea] - half[eb] <= bound
             ea, eb, bound = ea[keep], eb[keep], bound[keep]
             ee_gap = _length(self._edge_gaps(x, ea, eb)[0])
             keep = np.flatnonzero(ee_gap <= bound)
