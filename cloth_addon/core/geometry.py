@@ -191,39 +191,89 @@ class TooManyPairs(RuntimeError):
     """sphere_pairs would list more pairs than its limit."""
 
 
-def sphere_pairs(points, point_radius, centres, centre_radius, limit=None):
+def _radius_groups(points, radius):
+    """[(rows, k-d tree of points[rows], largest radius among them)]: the points grouped by
+    radius in powers of two below the largest (at most seven groups)."""
+    from scipy.spatial import cKDTree  # scipy is bundled with the extension; imported lazily
+
+    top = float(radius.max(initial=0.0))
+    level = np.zeros(len(points), dtype=np.int64)
+    if top > 0.0:
+        level = np.floor(np.log2(np.maximum(radius, top / 64.0) / top)).astype(np.int64)
+    groups = []
+    for value in np.unique(level):
+        rows = np.flatnonzero(level == value)
+        groups.append((rows, cKDTree(points[rows]), float(radius[rows].max())))
+    return groups
+
+
+def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, distance=False):
     """(point rows (k,), centre rows (k,)) int64: the pairs whose spheres overlap,
     |points_i - centres_j| <= point_radius_i + centre_radius_j. points (p, 3), centres (c, 3),
     radii (p,) and (c,) m, >= 0. limit: raise TooManyPairs instead of listing more candidate
-    pairs than this (counted before any list is made); None: no limit.
+    pairs than this (counted before any list is made, unless p c is within it); None: no limit.
+    distance: also return |points_i - centres_j| (k,) m.
 
-    A k-d tree query needs one search radius per point, so the centres are grouped by radius in
-    powers of two and each group is searched with its own largest radius: one large sphere
-    (a fast vertex) does not widen the search for all others."""
-    from scipy.spatial import cKDTree  # scipy is bundled with the extension; imported lazily
-
-    top = float(centre_radius.max(initial=0.0))
+    Both sides are grouped by radius in powers of two and every two groups are searched with
+    their largest radii (one dual-tree search each, listed in C): one large sphere (a fast vertex)
+    does not widen the search for all others."""
     if len(points) == 0 or len(centres) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    level = np.zeros(len(centres), dtype=np.int64)
-    if top > 0.0:
-        level = np.floor(np.log2(np.maximum(centre_radius, top / 64.0) / top)).astype(np.int64)
-    groups = []
-    for value in np.unique(level):  # at most seven groups
-        members = np.flatnonzero(level == value)
-        radius = point_radius + float(centre_radius[members].max())
-        groups.append((members, cKDTree(centres[members]), radius))
-    if limit is not None:
-        count = sum(int(tree.query_ball_point(points, radius, return_length=True).sum())
-                    for _, tree, radius in groups)
+        none = np.zeros(0, dtype=np.int64)
+        return (none, none, np.zeros(0)) if distance else (none, none)
+    searches = [(p_rows, p_tree, c_rows, c_tree, p_top + c_top)
+                for p_rows, p_tree, p_top in _radius_groups(points, point_radius)
+                for c_rows, c_tree, c_top in _radius_groups(centres, centre_radius)]
+    if limit is not None and len(points) * len(centres) > limit:
+        count = sum(int(p_tree.count_neighbors(c_tree, r)) for _, p_tree, _, c_tree, r in searches)
         if count > limit:
             raise TooManyPairs(f"{count} sphere pairs, more than {limit}")
-    rows, cols = [], []
-    for members, tree, radius in groups:
-        i, j = ball_pairs(tree, points, radius)
-        j = members[j]
-        offset = points[i] - centres[j]
-        keep = np.einsum("ij,ij->i", offset, offset) <= (point_radius[i] + centre_radius[j]) ** 2
+    rows, cols, lengths = [], [], []
+    for p_rows, p_tree, c_rows, c_tree, r in searches:
+        found = p_tree.sparse_distance_matrix(c_tree, r, output_type="ndarray")
+        i, j = p_rows[found["i"]], c_rows[found["j"]]
+        keep = found["v"] <= point_radius[i] + centre_radius[j]
         rows.append(i[keep])
         cols.append(j[keep])
+        lengths.append(found["v"][keep])
+    if distance:
+        return np.concatenate(rows), np.concatenate(cols), np.concatenate(lengths)
     return np.concatenate(rows), np.concatenate(cols)
+
+
+def sphere_pairs_within(centres, radius, limit=None, distance=False):
+    """(i (k,), j (k,)) int64, i < j: the pairs of one set of spheres that overlap,
+    |centres_i - centres_j| <= radius_i + radius_j; centres (c, 3), radius (c,) m, >= 0. Each pair
+    once (sphere_pairs(c, r, c, r) lists it both ways, and every sphere with itself). limit, and
+    distance (also return |centres_i - centres_j|): as for sphere_pairs."""
+    if len(centres) < 2:
+        none = np.zeros(0, dtype=np.int64)
+        return (none, none, np.zeros(0)) if distance else (none, none)
+    groups = _radius_groups(centres, radius)
+    if limit is not None and len(centres) * (len(centres) - 1) // 2 > limit:
+        count = 0
+        for g, (_, tree, top) in enumerate(groups):
+            # a group with itself counts every pair both ways and every sphere with itself
+            count += (int(tree.count_neighbors(tree, 2.0 * top)) - tree.n) // 2
+            count += sum(int(tree.count_neighbors(other, top + other_top))
+                         for _, other, other_top in groups[g + 1:])
+        if count > limit:
+            raise TooManyPairs(f"{count} sphere pairs, more than {limit}")
+    rows, cols, lengths = [], [], []
+    for g, (g_rows, tree, top) in enumerate(groups):
+        pairs = tree.query_pairs(2.0 * top, output_type="ndarray")
+        i, j = g_rows[pairs[:, 0]], g_rows[pairs[:, 1]]  # i < j: the rows are in order
+        rows.append(i)
+        cols.append(j)
+        offset = centres[i] - centres[j]
+        lengths.append(np.sqrt(np.einsum("ij,ij->i", offset, offset)))
+        for other_rows, other, other_top in groups[g + 1:]:
+            found = tree.sparse_distance_matrix(other, top + other_top, output_type="ndarray")
+            i, j = g_rows[found["i"]], other_rows[found["j"]]
+            rows.append(np.minimum(i, j))
+            cols.append(np.maximum(i, j))
+            lengths.append(found["v"])
+    i, j, length = np.concatenate(rows), np.concatenate(cols), np.concatenate(lengths)
+    keep = length <= radius[i] + radius[j]
+    if distance:
+        return i[keep], j[keep], length[keep]
+    return i[keep], j[keep]

@@ -3,16 +3,33 @@
 Per substep, with x0 the (crossing-free) start and x1 the solver's end:
 
 1. Candidates (kept over substeps while they hold). Vertex-triangle and edge-edge pairs that
-   can come within the gap d. Motion is split into the cloth's mean displacement, which no pair
-   feels, and each vertex's deviation from it. Each vertex gets a budget (a few times its
-   deviation over a substep, plus a slack); a k-d tree finds the pairs whose exact gap at the
-   reference positions is within d plus their features' budgets, and stores that gap. While no
-   vertex deviates from the reference by more than its budget, every other pair stays further
-   apart than d, and a candidate's gap is at least its reference gap less its features'
-   deviations since: a scalar test per pair drops most before any geometry. A vertex that
-   outruns its budget gets a larger one and the pairs that brings within reach are added
-   (`cover`); a falling or swinging sheet keeps its set for several substeps. Features that
-   share a vertex are never pairs.
+   can come within the gap d. The rest shape is cut into clusters of at most CLUSTER vertices
+   (halved at the median of their longest extent, part by part); each cluster's reference motion
+   is its vertices' mass-weighted mean displacement since the reference positions x_ref, and a
+   vertex's deviation is its displacement apart from its own cluster's. For two features a, b
+   (a point of each carried by the same barycentric weights) the gap at x is at least
+
+       gap(x_ref) - dev_a - dev_b - max |m_A - m_B| over the clusters A of a's and B of b's vertices
+
+   (dev: the largest deviation of a feature's vertices; m: the clusters' reference motions), so
+   a whole cluster falling, sliding or standing still costs its own pairs nothing. Each vertex
+   gets a budget (GROW times its deviation over a substep, plus SLACK d) and each two clusters a
+   drift allowance (DRIFT_GROW times how far their reference motions differ over that substep,
+   plus DRIFT_SLACK d); a k-d tree finds the pairs whose exact gap at x_ref is within d plus their
+   features' largest budgets plus their clusters' largest allowance, and stores that gap. Two
+   clusters whose reaches (the vertices of every feature with a vertex in the cluster) have
+   bounding spheres at x_ref further apart than d plus the reaches' largest budgets plus the
+   allowance take no allowance (none of their pairs is within it): their limit on the drift is
+   instead how far those spheres are apart beyond d and the budgets; others' limit is their
+   allowance. While no vertex deviates by more than its budget and no two clusters drift apart
+   by more than their limit, every other pair stays further apart than d, and a candidate's gap
+   is at least its reference gap less its features' deviations and its clusters' drift since: a
+   scalar test per pair drops most before any geometry. Deviations and drifts are norms of
+   linear functions of the positions, so that positions within bounds at both ends of a straight
+   path are within them all along it. A vertex that outruns its budget gets a larger one and the
+   pairs that brings within reach are added (`cover`); two clusters that drift beyond their
+   limit, or many vertices outrunning theirs at once, have the set built afresh. Features that
+   share a vertex are never pairs. One cluster is the cloth's single mean motion.
 2. Proximity (`separate`, a few passes, interleaved with the colliders by the contact stage).
    Pairs closer than d at the end are pushed apart along the side they were on at the start:
    an inelastic position projection weighted by inverse mass (Jacobi-averaged per vertex),
@@ -39,10 +56,16 @@ from . import ccd, geometry
 PASSES = 3
 # Impact-zone merges before the fall-back (vertices back at the start of the substep).
 ZONE_ROUNDS = 12
+# Vertices per cluster (at most): the rest shape is cut into clusters of about this many, each
+# with its own reference motion.
+CLUSTER = 32
 # A vertex's candidate budget: GROW times its deviation over the substep that found them, plus
 # SLACK times the gap, so that the set lasts a few substeps and covers what the response moves.
 GROW = 2.0
 SLACK = 0.25
+# The same for the drift between two clusters' reference motions.
+DRIFT_GROW = 2.0
+DRIFT_SLACK = 0.25
 # The candidates are found afresh when more than this fraction of the vertices outrun their
 # budgets at once (rather than growing the budgets of those).
 REBUILD = 0.25
@@ -58,12 +81,79 @@ HELD_WEIGHT = 20.0
 _TOUCH = 1e-3
 
 
+def _clusters(points, size):
+    """(n,) int64 cluster of each of points (n, 3): the points halved at the median of their
+    longest extent, part by part, until no part has more than `size` (>= 1)."""
+    n = len(points)
+    label = np.zeros(n, dtype=np.int64)
+    count = 1
+    while True:  # one pass per halving level: log2(n / size) of them
+        sizes = np.bincount(label, minlength=count)
+        split = np.flatnonzero(sizes > size)
+        if not len(split):
+            return label
+        low, high = np.full((count, 3), np.inf), np.full((count, 3), -np.inf)
+        np.minimum.at(low, label, points)
+        np.maximum.at(high, label, points)
+        key = points[np.arange(n), np.argmax(high - low, axis=1)[label]]
+        order = np.lexsort((key, label))
+        start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n) - start[label[order]]
+        new = np.full(count, -1)
+        new[split] = count + np.arange(len(split))
+        upper = (new[label] >= 0) & (rank >= sizes[label] // 2)
+        label[upper] = new[label[upper]]
+        count += len(split)
+
+
+def _pairwise(mean):
+    """(c, c) distances between the rows of mean (c, 3)."""
+    offset = mean[:, None, :] - mean[None, :, :]
+    return np.sqrt(np.einsum("ijk,ijk->ij", offset, offset))
+
+
+def _most(values, index):
+    """(k,) the largest of values (m,) over each row of index (k, w): column by column, which is
+    many times faster than a reduction along a short axis."""
+    out = values[index[:, 0]]
+    for column in range(1, index.shape[1]):
+        np.maximum(out, values[index[:, column]], out=out)
+    return out
+
+
+def _largest(values, columns):
+    """(k,) the largest of values (m,) at each column of index (w, k)."""
+    out = values[columns[0]]
+    for row in columns[1:]:
+        np.maximum(out, values[row], out=out)
+    return out
+
+
+def _length(vectors):
+    """(k,) lengths of vectors (k, 3) (np.linalg.norm along a short axis is several times slower)."""
+    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+
+
+def _longest(vectors):
+    """(k,) the longest of each row of vectors (k, m, 3)."""
+    return np.sqrt(_widest(np.einsum("ijk,ijk->ij", vectors, vectors)))
+
+
+def _widest(array):
+    """(k,) the largest entry of each row of array (k, w), column by column (see _most)."""
+    out = array[:, 0].copy()
+    for column in range(1, array.shape[1]):
+        np.maximum(out, array[:, column], out=out)
+    return out
+
+
 def _spheres(x, features):
     """(centres (k, 3), radii (k,)) of bounding spheres of features (k, m) vertex ids at x."""
     corners = x[features]
     centre = corners.mean(axis=1)
     offset = corners - centre[:, None]
-    return centre, np.sqrt(np.einsum("ijk,ijk->ij", offset, offset).max(axis=1))
+    return centre, np.sqrt(_widest(np.einsum("ijk,ijk->ij", offset, offset)))
 
 
 def _member(keys, table):
@@ -96,37 +186,103 @@ class SelfContact:
         self.distance = float(distance)
         self.friction = float(friction)
         self.edges, self.triangles, _ = model.contact_features
+        self._make_clusters(CLUSTER)
         self._rest_exclusions()
-        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0}
+        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "clusters": self._c}
 
     # -- set-up ----------------------------------------------------------------------------
+    def _make_clusters(self, size):
+        """Clusters of the rest shape, each with its own reference motion (its vertices'
+        mass-weighted mean displacement, through the (c, n) averaging matrix _mean), and the
+        vertices of every feature that has one in it (its reach, _reach_vertex, grouped by
+        cluster from _reach_start)."""
+        n = self.model.n_particles
+        cluster = _clusters(self.model.rest_positions, size)
+        self._cluster, self._c = cluster, int(cluster.max(initial=-1)) + 1
+        mass = np.asarray(self.model.mass, dtype=np.float64)
+        total = np.bincount(cluster, mass, self._c)
+        # a cluster of massless vertices (all pinned, say) takes their plain mean
+        plain = total <= 0.0
+        weight = np.where(plain[cluster], 1.0, mass)
+        total = np.bincount(cluster, weight, self._c)
+        self._mean = sp.csr_matrix((weight / total[cluster], (cluster, np.arange(n))), shape=(self._c, n))
+        keys = [cluster * n + np.arange(n)]
+        for features in (self.triangles, self.edges):
+            for i in range(features.shape[1]):
+                for j in range(features.shape[1]):
+                    keys.append(cluster[features[:, i]] * n + features[:, j])
+        keys = np.unique(np.concatenate(keys))
+        self._reach_vertex, self._reach_cluster = keys % n, keys // n
+        self._reach_start = np.searchsorted(self._reach_cluster, np.arange(self._c))
+        self._tri_clusters = cluster[self.triangles] if len(self.triangles) else np.zeros((0, 3), np.int64)
+        self._edge_clusters = cluster[self.edges] if len(self.edges) else np.zeros((0, 2), np.int64)
+        # the same, one row per corner or end (gathers along contiguous rows)
+        self._tri_cluster_rows = np.ascontiguousarray(self._tri_clusters.T)
+        self._edge_cluster_rows = np.ascontiguousarray(self._edge_clusters.T)
+
     def _rest_exclusions(self):
         """Pairs already closer than the gap in the rest shape: the cloth's own neighbourhood,
         which proximity must not push apart (continuous detection still watches them)."""
         rest, d = self.model.rest_positions, self.distance
-        vf_p, vf_t, vf_gap, ea, eb, ee_gap = self._near(rest, np.full(len(rest), 0.5 * d))
+        vf_p, vf_t, vf_gap, ea, eb, ee_gap = self._near(rest, np.zeros(len(rest)))
         close = vf_gap < d
         self._vf_excluded = np.sort(vf_p[close] * max(len(self.triangles), 1) + vf_t[close])
         close = ee_gap < d
         self._ee_excluded = np.sort(ea[close] * max(len(self.edges), 1) + eb[close])
 
     # -- broad phase -------------------------------------------------------------------------
-    def _near(self, x, reach, moved=None):
+    def _vf_pairs(self, p, t):
+        """(3, k) flat (c, c) indices of the cluster pairs of vertex-triangle pairs (p, t) (one
+        row per corner: contiguous rows gather fastest)."""
+        first = self._cluster[p] * self._c
+        return np.stack([first + corner[t] for corner in self._tri_cluster_rows])
+
+    def _vf_most(self, table, p, t):
+        """(k,) the largest entry of table (c * c,) over the cluster pairs of vertex-triangle pairs
+        (p, t), without listing them (_vf_pairs)."""
+        first, corners = self._cluster[p] * self._c, self._tri_cluster_rows
+        out = table[first + corners[0][t]]
+        for corner in corners[1:]:
+            np.maximum(out, table[first + corner[t]], out=out)
+        return out
+
+    def _ee_most(self, table, a, b):
+        """(k,) the largest entry of table (c * c,) over the cluster pairs of edge-edge pairs
+        (a, b), without listing them (_ee_pairs)."""
+        ends = self._edge_cluster_rows
+        a0, a1, b0, b1 = ends[0][a] * self._c, ends[1][a] * self._c, ends[0][b], ends[1][b]
+        out = table[a0 + b0]
+        for index in (a0 + b1, a1 + b0, a1 + b1):
+            np.maximum(out, table[index], out=out)
+        return out
+
+    def _ee_pairs(self, a, b):
+        """(4, k) flat (c, c) indices of the cluster pairs of edge-edge pairs (a, b)."""
+        ends = self._edge_cluster_rows
+        return np.stack([ends[i][a] * self._c + ends[j][b] for i in (0, 1) for j in (0, 1)])
+
+    def _near(self, x, budget, allowance=None, moved=None):
         """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
-        closer than reach_p + reach_q (reach: (n,) m per vertex; a feature takes its vertices'
-        largest); gap: (k,) m, the exact distance between the two features. Pairs sharing a
-        vertex are left out. moved: optional (n,) bool, only pairs with one of these vertices.
-        Raises geometry.TooManyPairs rather than list more sphere pairs than PAIR_LIMIT per
-        vertex (or PAIR_FLOOR)."""
-        tris, edges = self.triangles, self.edges
+        whose gap is at most d plus their features' largest budgets (budget: (n,) m per vertex)
+        plus the largest allowance (c, c) of the cluster pairs they span (None: none); gap: (k,)
+        m, the exact distance between the two features. Pairs sharing a vertex are left out.
+        moved: optional (n,) bool, only pairs with one of these vertices. Raises
+        geometry.TooManyPairs rather than list more sphere pairs than PAIR_LIMIT per vertex (or
+        PAIR_FLOOR)."""
+        tris, edges, d = self.triangles, self.edges, self.distance
         limit = max(PAIR_LIMIT * len(x), PAIR_FLOOR)
+        flat = None if allowance is None else allowance.ravel()
+        # a feature's reach covers its share of any allowance of its clusters
+        row = np.zeros(self._c) if allowance is None else allowance.max(axis=1)
         vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
         vf_gap = ee_gap = np.zeros(0)
         if len(tris):
             centre, radius = _spheres(x, tris)
-            tri_reach = reach[tris].max(axis=1)
+            tri_budget = _most(budget, tris)
+            tri_reach = tri_budget + _most(row, self._tri_clusters) + 0.5 * d
+            reach = budget + row[self._cluster] + 0.5 * d
             if moved is None:
-                vf_p, vf_t = geometry.sphere_pairs(x, reach, centre, radius + tri_reach, limit)
+                vf_p, vf_t, spacing = geometry.sphere_pairs(x, reach, centre, radius + tri_reach, limit, True)
             else:
                 # moved vertices against every triangle, and every vertex against moved triangles
                 rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
@@ -134,52 +290,106 @@ class SelfContact:
                 p2, t2 = geometry.sphere_pairs(x, reach, centre[hit], radius[hit] + tri_reach[hit], limit)
                 key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
                 vf_p, vf_t = key // len(tris), key % len(tris)
-            keep = np.all(tris[vf_t] != vf_p[:, None], axis=1)
-            vf_p, vf_t = vf_p[keep], vf_t[keep]
+                spacing = _length(x[vf_p] - centre[vf_t])
+            keep = (tris[vf_t, 0] != vf_p) & (tris[vf_t, 1] != vf_p) & (tris[vf_t, 2] != vf_p)
+            vf_p, vf_t, spacing = vf_p[keep], vf_t[keep], spacing[keep]
+            bound = budget[vf_p] + tri_budget[vf_t] + d
+            if flat is not None:
+                bound += self._vf_most(flat, vf_p, vf_t)
+            # the spheres, before any closest point: a fast vertex's reach finds many far pairs
+            keep = spacing - radius[vf_t] <= bound
+            vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
             corners = tris[vf_t]
             q, _, _ = geometry.closest_points(x[vf_p], x[corners[:, 0]], x[corners[:, 1]], x[corners[:, 2]])
-            vf_gap = np.linalg.norm(x[vf_p] - q, axis=1)
-            keep = vf_gap <= reach[vf_p] + tri_reach[vf_t]
+            vf_gap = _length(x[vf_p] - q)
+            # in the order of the features' numbers, not of the trees' traversal: the Jacobi sums
+            # of the responses then do not depend on how the trees were cut
+            keep = np.flatnonzero(vf_gap <= bound)
+            keep = keep[np.argsort(vf_p[keep] * len(tris) + vf_t[keep], kind="stable")]
             vf_p, vf_t, vf_gap = vf_p[keep], vf_t[keep], vf_gap[keep]
         if len(edges):
             middle, half = _spheres(x, edges)
-            extent = half + reach[edges].max(axis=1)
-            rows = np.arange(len(edges)) if moved is None else np.flatnonzero(moved[edges].any(axis=1))
-            ea, eb = geometry.sphere_pairs(middle[rows], extent[rows], middle, extent, limit)
-            ea = rows[ea]
-            if moved is not None:  # a pair of two moved edges is found from both ends
-                key = np.unique(np.minimum(ea, eb) * len(edges) + np.maximum(ea, eb))
+            edge_budget = _most(budget, edges)
+            extent = half + edge_budget + _most(row, self._edge_clusters) + 0.5 * d
+            if moved is None:
+                ea, eb, spacing = geometry.sphere_pairs_within(middle, extent, limit, True)
+            else:
+                rows = np.flatnonzero(moved[edges].any(axis=1))
+                ea, eb = geometry.sphere_pairs(middle[rows], extent[rows], middle, extent, limit)
+                # a pair of two moved edges is found from both ends
+                key = np.unique(np.minimum(rows[ea], eb) * len(edges) + np.maximum(rows[ea], eb))
                 ea, eb = key // len(edges), key % len(edges)
+                spacing = _length(middle[ea] - middle[eb])
             a, b = edges[ea], edges[eb]
             keep = (ea < eb) & (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & \
                 (a[:, 1] != b[:, 1])
-            ea, eb = ea[keep], eb[keep]
-            ee_gap = np.linalg.norm(self._edge_gaps(x, ea, eb)[0], axis=1)
-            keep = ee_gap <= extent[ea] - half[ea] + extent[eb] - half[eb]
+            ea, eb, spacing = ea[keep], eb[keep], spacing[keep]
+            bound = edge_budget[ea] + edge_budget[eb] + d
+            if flat is not None:
+                bound += self._ee_most(flat, ea, eb)
+            keep = spacing - half[ea] - half[eb] <= bound
+            ea, eb, bound = ea[keep], eb[keep], bound[keep]
+            ee_gap = _length(self._edge_gaps(x, ea, eb)[0])
+            keep = np.flatnonzero(ee_gap <= bound)
+            keep = keep[np.argsort(ea[keep] * len(edges) + eb[keep], kind="stable")]
             ea, eb, ee_gap = ea[keep], eb[keep], ee_gap[keep]
         return vf_p, vf_t, vf_gap, ea, eb, ee_gap
+
+    def _split(self, motion):
+        """Motion (n, 3) as each cluster's mass-weighted mean (c, 3) and each vertex's deviation
+        from its cluster's, (n,) m."""
+        mean = self._mean @ motion
+        rest = motion - mean[self._cluster]
+        return mean, np.sqrt(np.einsum("ij,ij->i", rest, rest))
+
+    def _fit(self, budget, allowance, apart=None):
+        """(allowance, limit), each (c, c) m, for vertex budgets (n,) and the drift allowances
+        (c, c) asked for. Two clusters whose features are further apart at the reference than d
+        plus the largest budgets of their reaches need no allowance (0): no pair of theirs can be
+        found with it. limit: how far two clusters' reference motions may drift apart while the
+        candidates hold, their allowance or, if larger, how far their reaches' bounding spheres
+        at the reference are apart beyond d and those budgets. apart: (c, c) m, how far those
+        spheres are apart (the reference's, _apart, if None)."""
+        apart = self._apart if apart is None else apart
+        reach = np.maximum.reduceat(budget[self._reach_vertex], self._reach_start)
+        apart = apart - reach[:, None] - reach[None, :] - self.distance
+        allowance = np.where(apart > allowance, 0.0, allowance)
+        np.fill_diagonal(allowance, 0.0)
+        return allowance, np.maximum(allowance, apart)
 
     def candidates(self, x0, x1):
         """Find candidate pairs afresh from the start x0 and the current end x1 of a substep,
         (n, 3) m.
 
-        x0 becomes the reference. Each vertex's budget is GROW times its deviation from the
-        cloth's mass-weighted mean motion x0 -> x1, plus the slack; pairs closer at x0 than d
-        plus their vertices' largest budgets are candidates, with their exact gaps at x0 (later
-        positions only need the features' deviations since, _spread, to bound a gap from below).
-        They hold for any positions at which no vertex deviates by more than its budget (`cover`
-        checks, and grows the budgets that a vertex outruns)."""
+        x0 becomes the reference. Each vertex's budget is GROW times its deviation from its
+        cluster's mean motion x0 -> x1, plus SLACK d, and each two clusters' drift allowance
+        DRIFT_GROW times how far their mean motions differ, plus DRIFT_SLACK d; pairs closer at x0 than d
+        plus their vertices' largest budgets and their clusters' allowance are candidates, with
+        their exact gaps at x0 (later positions only need the features' deviations and their
+        clusters' drift since, _spread, to bound a gap from below). They hold for any positions
+        at which no vertex deviates by more than its budget and no two clusters drift apart by
+        more than their limit (`cover` checks, and grows the budgets that a vertex outruns)."""
         d = self.distance
-        deviation = self._deviation(x1 - x0)
+        # the bounding spheres of the clusters' reaches, at the reference
+        centre = self._mean @ x0
+        offset = x0[self._reach_vertex] - centre[self._reach_cluster]
+        radius = np.maximum.reduceat(np.sqrt(np.einsum("ij,ij->i", offset, offset)), self._reach_start)
+        apart = _pairwise(centre) - radius[:, None] - radius[None, :]
+        mean, deviation = self._split(x1 - x0)
+        drift = _pairwise(mean)
         try:
             budget = GROW * deviation + SLACK * d
-            found = self._near(x0, budget + 0.5 * d)
+            allowance, limit = self._fit(budget, DRIFT_GROW * drift + DRIFT_SLACK * d, apart)
+            found = self._near(x0, budget, allowance)
         except geometry.TooManyPairs:
             # a cloth in violent motion: budgets for this substep alone; if even those list too
             # many pairs, TooManyPairs reaches prepare/untangle, which hold the cloth still
             budget = deviation + SLACK * d
-            found = self._near(x0, budget + 0.5 * d)
-        self._reference, self._budget = x0.copy(), budget
+            allowance, limit = self._fit(budget, drift + DRIFT_SLACK * d, apart)
+            found = self._near(x0, budget, allowance)
+        # only now: if even the fall-back lists too many pairs, the last set and its reference stay
+        self._reference, self._apart = x0.copy(), apart
+        self._budget, self._allowance, self._limit = budget, allowance, limit
         self._add(*found, fresh=True)
         self._built = len(self.vf[0]) + len(self.ee[0])
         self.stats["builds"] = self.stats.get("builds", 0) + 1
@@ -189,57 +399,67 @@ class SelfContact:
         vf_proximity = ~_member(p * max(len(self.triangles), 1) + t, self._vf_excluded)
         ee_proximity = ~_member(a * max(len(self.edges), 1) + b, self._ee_excluded)
         for name, values in (("_vf_p", p), ("_vf_t", t), ("_vf_gap", vf_gap), ("_vf_tris", self.triangles[t]),
-                             ("_vf_proximity", vf_proximity), ("_ee_a", a), ("_ee_b", b), ("_ee_gap", ee_gap),
+                             ("_vf_proximity", vf_proximity), ("_vf_clusters", self._vf_pairs(p, t)),
+                             ("_ee_a", a), ("_ee_b", b), ("_ee_gap", ee_gap),
                              ("_ee_a_ends", self.edges[a]), ("_ee_b_ends", self.edges[b]),
-                             ("_ee_proximity", ee_proximity)):
+                             ("_ee_proximity", ee_proximity), ("_ee_clusters", self._ee_pairs(a, b))):
             old = getattr(self, name, None)
-            setattr(self, name, values if old is None or fresh else np.concatenate([old, values]))
+            axis = 1 if name.endswith("_clusters") else 0  # (w, k): one row per cluster pair
+            setattr(self, name, values if old is None or fresh else np.concatenate([old, values], axis=axis))
         self.vf, self.ee = (self._vf_p, self._vf_t), (self._ee_a, self._ee_b)
         self._ee_ends = (self._ee_a_ends, self._ee_b_ends)
         self.stats["vf"], self.stats["ee"] = len(self._vf_p), len(self._ee_a)
 
-    def _deviation(self, motion):
-        """(n,) m: each vertex's motion (n, 3) apart from the cloth's mass-weighted mean motion."""
-        mass = self.model.mass
-        mean = (mass @ motion) / mass.sum()
-        return np.sqrt(np.einsum("ij,ij->i", motion - mean, motion - mean))
-
     def _spread(self, x):
-        """Per feature, how far its vertices at x (n, 3) deviate from the reference at most, apart
-        from the mean motion: ((n,) vertices, (t,) triangles, (e,) edges), m."""
-        vertex = self._deviation(x - self._reference)
-        return vertex, vertex[self.triangles].max(axis=1), vertex[self.edges].max(axis=1)
+        """How far the vertices at x (n, 3) deviate from the reference, apart from their
+        clusters' mean motions, per feature at most: ((n,) vertices, (t,) triangles, (e,) edges),
+        m; and how far the clusters' mean motions drifted apart, (c, c) m."""
+        mean, vertex = self._split(x - self._reference)
+        return vertex, _most(vertex, self.triangles), _most(vertex, self.edges), _pairwise(mean)
 
     def cover(self, x0, x) -> bool:
-        """Make the candidates hold at positions x (n, 3) of the substep that starts at x0: two
-        features that are no pair are then further apart than the gap at x, and on any straight
-        path between two positions covered since the last build. A vertex that deviated from the
-        reference by more than its budget gets a larger one, and the pairs that this brings
-        within reach are added; when many vertices need that, or the set has grown a lot, it is
-        built afresh. Returns whether pairs were added."""
+        """Make the candidates hold at positions x (n, 3) of the substep that starts at x0, and at
+        x0: two features that are no pair are then further apart than the gap at both, and on the
+        straight path between them. A vertex that deviated from the reference by more than its
+        budget gets a larger one, and the pairs that this brings within reach are added; when
+        many vertices need that, when two clusters drifted apart beyond their limit, or when the
+        set has grown a lot, it is built afresh. Returns whether pairs were added."""
         reference = getattr(self, "_reference", None)
         if reference is None or len(x) != len(reference):
             self.candidates(x0, x)
             return True
-        deviation = self._deviation(x - reference)
+        # Both ends: deviations and drifts are norms of linear functions of the positions, so
+        # within bounds at both ends they are within them all along the path; and growing
+        # budgets lowers the limits of the drifts, which x0 must still meet.
+        mean0, deviation0 = self._split(x0 - reference)
+        mean, deviation = self._split(x - reference)
+        deviation = np.maximum(deviation, deviation0)
+        drift = np.maximum(_pairwise(mean), _pairwise(mean0))
         over = deviation > self._budget
-        if not over.any():
+        if not over.any() and not np.any(drift > self._limit):
             return False
         if over.sum() > REBUILD * len(x) or len(self.vf[0]) + len(self.ee[0]) > 2 * self._built + 1000:
             self.candidates(x0, x)
             return True
         d = self.distance
-        before = self._budget + 0.5 * d
         budget = np.where(over, GROW * deviation + SLACK * d, self._budget)
+        _, limit = self._fit(budget, self._allowance)
+        if np.any(drift > limit):
+            self.stats["drifted"] = self.stats.get("drifted", 0) + 1
+            self.candidates(x0, x)
+            return True
         try:
-            p, t, vf_gap, a, b, ee_gap = self._near(reference, budget + 0.5 * d, over)
+            p, t, vf_gap, a, b, ee_gap = self._near(reference, budget, self._allowance, over)
         except geometry.TooManyPairs:
             self.candidates(x0, x)
             return True
-        self._budget = budget
         # only the pairs that were out of reach before are new
-        new = vf_gap > before[p] + before[self.triangles[t]].max(axis=1)
-        fresh = ee_gap > before[self.edges[a]].max(axis=1) + before[self.edges[b]].max(axis=1)
+        flat = self._allowance.ravel()
+        old = self._budget
+        new = vf_gap > old[p] + _most(old, self.triangles[t]) + d + self._vf_most(flat, p, t)
+        fresh = ee_gap > _most(old, self.edges[a]) + _most(old, self.edges[b]) + d + \
+            self._ee_most(flat, a, b)
+        self._budget, self._limit = budget, limit
         self._add(p[new], t[new], vf_gap[new], a[fresh], b[fresh], ee_gap[fresh])
         self.stats["grown"] = self.stats.get("grown", 0) + 1
         return True
@@ -248,7 +468,6 @@ class SelfContact:
         """Candidates that hold for the substep x0 -> x1 (n, 3); if they cannot be listed within
         memory, x1 is set back to x0 (this substep does not move the cloth)."""
         try:
-            self.cover(x0, x0)
             self.cover(x0, x1)
         except geometry.TooManyPairs:
             self._hold(x0, x1)
@@ -275,7 +494,7 @@ class SelfContact:
             tris = self.triangles[t]
             q, bary, _ = geometry.closest_points(x[p], x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]])
             gap = x[p] - q
-            dist = np.linalg.norm(gap, axis=1)
+            dist = _length(gap)
             near = dist < d
             if np.any(near):
                 p, tris, q, bary, gap, dist = p[near], tris[near], q[near], bary[near], gap[near], dist[near]
@@ -289,7 +508,7 @@ class SelfContact:
                            d - np.einsum("ij,ij->i", gap, normal), w)
         if len(a):
             gap, s, t = self._edge_gaps(x, a, b)
-            dist = np.linalg.norm(gap, axis=1)
+            dist = _length(gap)
             near = dist < d
             if np.any(near):
                 a, b, gap, s, t, dist = a[near], b[near], gap[near], s[near], t[near], dist[near]
@@ -305,12 +524,16 @@ class SelfContact:
 
     def _shortlist(self, x):
         """The proximity candidates (p, t, a, b) that may be closer than the gap at x (n, 3): the
-        pair's gap at the reference, less how far both features deviated since, is below d."""
+        pair's gap at the reference, less how far both features deviated since and how far their
+        clusters drifted apart, is below d."""
         d = self.distance
-        vertex, triangle, edge = self._spread(x)
+        vertex, triangle, edge, drift = self._spread(x)
+        drift = drift.ravel()
         (p, t), (a, b) = self.vf, self.ee
-        near = self._vf_proximity & (self._vf_gap < d + vertex[p] + triangle[t])
-        close = self._ee_proximity & (self._ee_gap < d + edge[a] + edge[b])
+        near = self._vf_proximity & (self._vf_gap < d + vertex[p] + triangle[t] +
+                                     _largest(drift, self._vf_clusters))
+        close = self._ee_proximity & (self._ee_gap < d + edge[a] + edge[b] +
+                                      _largest(drift, self._ee_clusters))
         return p[near], t[near], a[close], b[close]
 
     @staticmethod
@@ -323,7 +546,7 @@ class SelfContact:
         tiny = dist <= 1e-12
         if np.any(tiny):
             f = fallback[tiny]
-            unit[tiny] = f / np.maximum(np.linalg.norm(f, axis=1), 1e-300)[:, None]
+            unit[tiny] = f / np.maximum(_length(f), 1e-300)[:, None]
         return unit
 
     def _push(self, index, vectors, x, x0, who, weights, normal, depth, w):
@@ -343,7 +566,7 @@ class SelfContact:
             # relative slide of the two sides over the substep, tangential part
             slide = np.einsum("ij,ijk->ik", weights, x[who] - x0[who])
             slide -= np.einsum("ij,ij->i", slide, normal)[:, None] * normal
-            length = np.linalg.norm(slide, axis=1)
+            length = _length(slide)
             cut = np.minimum(1.0, self.friction * np.abs(depth) / np.maximum(length, 1e-300))
             mu = (cut / denom)[:, None] * slide  # the impulse that stops that share of the slide
             step -= (weights * inv)[:, :, None] * mu[:, None, :]
@@ -360,41 +583,42 @@ class SelfContact:
         motion = x1 - x0
         groups = []
         # A pair can only touch if its gap at the reference is within what its features deviated
-        # since, at x0, plus what they move apart from the mean over the substep.
-        vertex, triangle, edge = self._spread(x0)
-        step = self._deviation(motion)
+        # since, at x0, plus what they move apart from their clusters' means over the substep,
+        # plus how far their clusters drift apart at most (at either end: the drift is linear).
+        vertex, triangle, edge, drift = self._spread(x0)
+        mean, step = self._split(motion)
+        drift = np.maximum(drift, _pairwise(self._mean @ (x0 - self._reference) + mean)).ravel()
         vertex = vertex + step
-        triangle = triangle + step[self.triangles].max(axis=1)
-        edge = edge + step[self.edges].max(axis=1)
+        triangle = triangle + _most(step, self.triangles)
+        edge = edge + _most(step, self.edges)
         (p, t), tris = self.vf, self._vf_tris
-        keep = self._vf_gap <= vertex[p] + triangle[t] + tol
+        keep = self._vf_gap <= vertex[p] + triangle[t] + _largest(drift, self._vf_clusters) + tol
         if changed is not None:
-            keep &= changed[p] | changed[tris].any(axis=1)
+            keep &= changed[p] | _most(changed, tris)
         p, t, tris = p[keep], t[keep], tris[keep]
         if len(p):
             # A pair can only touch if its start spheres are closer than the features move
             # relative to each other (a falling sheet's own pairs move together: none).
             centre, radius = _spheres(x0, self.triangles)
-            relative = np.linalg.norm(motion[tris] - motion[p][:, None, :], axis=2).max(axis=1)
-            may = np.linalg.norm(x0[p] - centre[t], axis=1) - radius[t] <= relative + tol
+            relative = _longest(motion[tris] - motion[p][:, None, :])
+            may = _length(x0[p] - centre[t]) - radius[t] <= relative + tol
             p, tris = p[may], tris[may]
             toi = ccd.vertex_triangle_toi(x0[p], x1[p], x0[tris[:, 0]], x1[tris[:, 0]], x0[tris[:, 1]],
                                           x1[tris[:, 1]], x0[tris[:, 2]], x1[tris[:, 2]], tol)
             hit = np.isfinite(toi)
             groups.append(np.concatenate([p[hit, None], tris[hit]], axis=1))
         (a, b), (ea, eb) = self.ee, self._ee_ends
-        keep = self._ee_gap <= edge[a] + edge[b] + tol
+        keep = self._ee_gap <= edge[a] + edge[b] + _largest(drift, self._ee_clusters) + tol
         if changed is not None:
-            keep &= changed[ea].any(axis=1) | changed[eb].any(axis=1)
+            keep &= _most(changed, ea) | _most(changed, eb)
         a, b, ea, eb = a[keep], b[keep], ea[keep], eb[keep]
         if len(a):
             middle, half = _spheres(x0, self.edges)
             # a point of either edge moves relative to edge a's first end by at most its edge's
             # largest relative end motion: the two add up
             reference = motion[ea[:, :1]]
-            relative = np.linalg.norm(motion[ea] - reference, axis=2).max(axis=1) + \
-                np.linalg.norm(motion[eb] - reference, axis=2).max(axis=1)
-            may = np.linalg.norm(middle[a] - middle[b], axis=1) - half[a] - half[b] <= relative + tol
+            relative = _longest(motion[ea] - reference) + _longest(motion[eb] - reference)
+            may = _length(middle[a] - middle[b]) - half[a] - half[b] <= relative + tol
             ea, eb = ea[may], eb[may]
             toi = ccd.edge_edge_toi(x0[ea[:, 0]], x1[ea[:, 0]], x0[ea[:, 1]], x1[ea[:, 1]],
                                     x0[eb[:, 0]], x1[eb[:, 0]], x0[eb[:, 1]], x1[eb[:, 1]], tol)

@@ -175,10 +175,14 @@ def _close_pairs(x, edges, triangles, d):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_candidates_kept_over_substeps_cover_every_close_pair(seed):
+def test_candidates_kept_over_substeps_cover_every_close_pair(monkeypatch, seed):
     """The broad phase is reused while it holds and grown where a vertex outruns its budget: a
     corner of a still sheet is lifted, carried over the sheet and lowered onto it; at every step
-    each pair closer than the gap is a candidate."""
+    each pair closer than the gap is a candidate. One cluster (the whole sheet), so that the
+    corner outruns the budgets rather than its cluster drifting (the tests below)."""
+    from cloth_addon.core import self_contact
+
+    monkeypatch.setattr(self_contact, "CLUSTER", 100)
     rng = np.random.default_rng(seed)
     vertices, faces, index = make_grid(10, 10, 0.3, "xy")
     contact = SelfContact(Simulation(vertices, faces).model, 0.02, 0.0)
@@ -197,6 +201,111 @@ def test_candidates_kept_over_substeps_cover_every_close_pair(seed):
         assert ee <= set(zip(*(v.tolist() for v in contact.ee), strict=True))
         x0 = x1
     assert contact.stats["grown"] > 3  # growth was exercised, not only fresh builds
+
+
+def _folded_sheet(gap):
+    """A flat 16 x 8 sheet (0.6 x 0.3 m) and that sheet folded in two across its length: the
+    lower layer at z = 0, the upper `gap` m above it, joined by a vertical band at x = 0.3 m.
+    Returns (flat vertices (128, 3), faces, folded vertices (128, 3), upper (128,) bool)."""
+    vertices, faces, index = make_grid(16, 8, 1.0, "xy")
+    vertices = vertices * (0.6, 0.3, 1.0)
+    upper = np.zeros(len(vertices), dtype=bool)
+    upper[index[:, 8:].ravel()] = True
+    folded = vertices.copy()
+    folded[upper, 0] = 0.6 - vertices[upper, 0]
+    folded[upper, 0] += 0.3 - folded[upper, 0].max()
+    folded[upper, 2] = gap
+    return vertices, faces, folded, upper
+
+
+def _layers_moving(kind, step, vertices, upper, d):
+    """The folded sheet's layers moved `step` times: "slide" the upper layer along the fold and the
+    lower the other way, "land" the upper layer falling through the lower, "turn" the upper layer
+    turning about its vertical axis; the lower layer and the fold's band otherwise still."""
+    x = vertices.copy()
+    if kind == "slide":
+        x[upper, 0] += 0.4 * d * step
+        x[~upper, 0] -= 0.4 * d * step
+    elif kind == "land":
+        x[upper, 2] -= 0.5 * d * step
+    elif kind == "drop":
+        x[upper, 2] -= 1.5 * d * step
+    else:
+        angle = np.radians(4.0 * step)
+        centre = vertices[upper].mean(axis=0)
+        offset = vertices[upper] - centre
+        cos, sin = np.cos(angle), np.sin(angle)
+        turn = np.array([[cos, -sin, 0.0], [sin, cos, 0.0], [0.0, 0.0, 1.0]])
+        x[upper] = centre + offset @ turn.T
+    return x
+
+
+def _missed(contact, x):
+    """Pairs closer than the gap at x (n, 3) that are no candidates, and those (outside the rest
+    shape's own neighbourhood, which proximity leaves alone) that the proximity shortlist at x
+    leaves out: (count, count)."""
+    features = contact.model.contact_features
+    vf, ee = _close_pairs(x, features.edges, features.triangles, contact.distance)
+    missed = len(vf - set(zip(*(v.tolist() for v in contact.vf), strict=True)))
+    missed += len(ee - set(zip(*(v.tolist() for v in contact.ee), strict=True)))
+    p, t, a, b = contact._shortlist(x)
+    vf_rest = set(contact._vf_excluded.tolist())
+    ee_rest = set(contact._ee_excluded.tolist())
+    vf = {(i, j) for i, j in vf if i * len(features.triangles) + j not in vf_rest}
+    ee = {(i, j) for i, j in ee if i * len(features.edges) + j not in ee_rest}
+    unlisted = len(vf - set(zip(p.tolist(), t.tolist(), strict=True)))
+    unlisted += len(ee - set(zip(a.tolist(), b.tolist(), strict=True)))
+    return missed, unlisted
+
+
+@pytest.mark.parametrize("kind", ["slide", "land", "drop", "turn"])
+@pytest.mark.parametrize("size", [8, 32])
+def test_candidates_follow_clusters_that_drift_apart(monkeypatch, kind, size):
+    """Each cluster of the rest shape has its own reference motion, so that a layer sliding, falling
+    or turning over another keeps its own pairs: brute force, at the end and along the path of every
+    step (where the continuous check relies on them), every pair closer than the gap is a candidate,
+    and the proximity shortlist at the end has every such pair."""
+    from cloth_addon.core import self_contact
+
+    monkeypatch.setattr(self_contact, "CLUSTER", size)
+    d = 0.02
+    flat, faces, vertices, upper = _folded_sheet({"land": 4.0, "drop": 30.0}.get(kind, 0.6) * d)
+    contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
+    assert contact.stats["clusters"] == 128 // size
+    rng = np.random.default_rng(size)
+    x0 = vertices.copy()
+    # "drop": from higher up (the layers' clusters far apart) and shaking (large budgets)
+    noise = (0.3 if kind == "drop" else 0.05) * d
+    for step in range(1, 26):
+        x1 = _layers_moving(kind, step, vertices, upper, d) + rng.normal(0.0, noise, vertices.shape)
+        contact.prepare(x0, x1)
+        for t in (0.5, 1.0):
+            assert _missed(contact, x0 + t * (x1 - x0)) == (0, 0), (step, t)
+        x0 = x1
+    assert contact.stats.get("drifted", 0) + contact.stats.get("grown", 0) > 0
+
+
+@pytest.mark.parametrize("kind", ["slide", "land"])
+def test_the_cluster_test_fails_when_clusters_may_drift_without_limit(monkeypatch, kind):
+    """The test above has teeth: with the drift of two clusters' reference motions left unchecked
+    (every limit infinite), a layer sliding over or falling onto another soon has close pairs that
+    are no candidates."""
+    from cloth_addon.core import self_contact
+
+    monkeypatch.setattr(self_contact, "CLUSTER", 8)
+    fit = SelfContact._fit
+    monkeypatch.setattr(SelfContact, "_fit", lambda self, budget, allowance, apart=None: (
+        fit(self, budget, allowance, apart)[0], np.full((self._c, self._c), np.inf)))
+    d = 0.02
+    flat, faces, vertices, upper = _folded_sheet((4.0 if kind == "land" else 0.6) * d)
+    contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
+    x0, missed = vertices.copy(), 0
+    for step in range(1, 16):
+        x1 = _layers_moving(kind, step, vertices, upper, d)
+        contact.prepare(x0, x1)
+        missed += _missed(contact, x1)[0]
+        x0 = x1
+    assert missed > 0
 
 
 def test_a_flat_strip_landing_on_its_edge_folds_instead_of_standing(monkeypatch):
