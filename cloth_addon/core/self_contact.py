@@ -57,8 +57,10 @@ PASSES = 3
 # Impact-zone merges before the fall-back (vertices back at the start of the substep).
 ZONE_ROUNDS = 12
 # Vertices per cluster (at most): the rest shape is cut into clusters of about this many, each
-# with its own reference motion.
+# with its own reference motion; larger ones on a cloth of more than CLUSTER * MAX_CLUSTERS
+# vertices (the drifts between clusters are (c, c) tables, built every substep).
 CLUSTER = 32
+MAX_CLUSTERS = 1024
 # A vertex's candidate budget: GROW times its deviation over the substep that found them, plus
 # SLACK times the gap, so that the set lasts a few substeps and covers what the response moves.
 GROW = 2.0
@@ -186,7 +188,7 @@ class SelfContact:
         self.distance = float(distance)
         self.friction = float(friction)
         self.edges, self.triangles, _ = model.contact_features
-        self._make_clusters(CLUSTER)
+        self._make_clusters(max(CLUSTER, -(-model.n_particles // MAX_CLUSTERS)))
         self._rest_exclusions()
         self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "clusters": self._c}
 
