@@ -9,11 +9,13 @@ One substep of a Simulation, around the solver:
                     solver never has to stretch the cloth to get it out of a collider afterwards).
                     The implicit solvers turn each projection into a force on the touching
                     particles alone (mass times the correction, added to the right-hand side of
-                    the next global step: an Uzawa step on the contact constraints). Projecting
+                    the next global step, accumulated like an Uzawa step but never lowered
+                    within a substep). Projecting
                     the iterate alone would leave the global step, through its Laplacian, pulling
                     the contact's neighbours towards the collider: a cloth draped over a table's
                     rim stretched more the more iterations ran. A particle still touching at the
-                    end of the substep starts the next one with CONTACT_MEMORY of its force.
+                    end of the substep starts the next one with CONTACT_MEMORY of the part of
+                    its force that held it against the cloth or a moving collider.
     finish          after the solver: proximity passes of the colliders and of self-contact,
                     interleaved so that neither undoes the other (a layer on a layer on the
                     floor); Coulomb friction from the normal velocity change each contact
@@ -52,11 +54,11 @@ from .self_contact import PASSES, SelfContact
 _FRICTION_BAND = 0.1
 
 # A particle that still touches a collider at the end of a substep starts the next substep's
-# solver iterations with this fraction of the contact force it ended with (a warm start: a
-# resting or pressed cloth needs nearly the same force again, and two iterations alone do not
-# build it up). Less than 1 so that a force left over from a contact that is ending fades
-# instead of pushing the particle on (all of it set a tablecloth rocking); a particle that no
-# longer touches starts from none.
+# solver iterations with this fraction of the part of its contact force that held it against
+# the cloth's pull or a collider's push (ContactStage._carry: a cloth pulled onto a ball needs
+# nearly that force again, and two iterations alone do not build it up). Less than 1 so that a
+# force left over from a contact that is ending fades instead of pushing the particle on (all of
+# it set a tablecloth rocking); a particle that no longer touches starts from none.
 CONTACT_MEMORY = 0.9
 
 # How far beyond the first iterate's motion (doubled) a mesh collider's candidates reach, as a
@@ -100,8 +102,9 @@ class ContactStage:
 
     def forget(self) -> None:
         """Drop what the stage carries from one substep to the next (the cloth was reset or given
-        a state)."""
+        a state, or a new solver)."""
         self._push = None
+        self._constrain = None
 
     # -- colliders over a frame ----------------------------------------------------------------
     def begin_frame(self, substeps: int) -> None:
@@ -215,6 +218,8 @@ class ContactStage:
         it rebuilds from its own prediction in its first iteration, and carrying it too would
         throw a cloth that has just landed back into the air."""
         push = None if self._constrain is None else getattr(self._constrain, "push", None)
+        # read once: a substep whose solver takes no constrain (Verlet) must not find it again
+        self._constrain = None
         self._push = None
         if push is None or not np.any(held):
             return

@@ -157,6 +157,7 @@ class Simulation:
             self.model = self.model.for_solver(value.solver)
             self.solver = make_solver(self.model, value)
             self.solver.set_active(~self._torn)
+            self.contact.forget()  # its carried forces are in the old solver's units (h^2)
 
     # -- state -----------------------------------------------------------------------------
     def reset(self, start=None) -> None:
