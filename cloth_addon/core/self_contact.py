@@ -41,9 +41,11 @@ Per substep, with x0 the (crossing-free) start and x1 the solver's end:
    touching pairs form impact zones (Provot 1997; Bridson et al. 2002) that move rigidly with
    their mass-weighted mean displacement (translation only), so nothing inside a zone can cross;
    zones that still touch others merge, up to ZONE_ROUNDS times; whatever still touches then
-   stays where it started the substep. A substep that starts without crossings ends without
-   them, whatever the solver, iterations, substeps, gap or speed, provided every motion is a
-   straight line over the substep (which position-based stepping makes it).
+   stays where it started the substep, pinned vertices last: a pin that would still drive its
+   features through the cloth waits at its start for that substep and is aimed at its target
+   again by the next. A substep that starts without crossings ends without them, whatever the
+   solver, iterations, substeps, gap, speed or pin motion, provided every motion is a straight
+   line over the substep (which position-based stepping makes it).
 """
 
 import numpy as np
@@ -190,7 +192,7 @@ class SelfContact:
         self.edges, self.triangles, _ = model.contact_features
         self._make_clusters(max(CLUSTER, -(-model.n_particles // MAX_CLUSTERS)))
         self._rest_exclusions()
-        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "clusters": self._c}
+        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "pins_held": 0, "clusters": self._c}
 
     # -- set-up ----------------------------------------------------------------------------
     def _make_clusters(self, size):
@@ -671,29 +673,42 @@ class SelfContact:
             changed = np.any(x1 != before, axis=1)
             if not changed.any():
                 break  # the zones cannot move any other way (their anchors disagree): fall back
+            # a touching pair none of whose vertices moved still touches: test it again too
+            changed[touching.ravel()] = True
             if self.cover(x0, x1):  # a zone moved out of the candidates' reach
                 changed = None
             self.stats["zones"] = int(len(np.unique(label[in_zone])))
         # fall-back: every vertex still touching, and its zone, stays at the start
         stuck = np.zeros(n, dtype=bool)
+        waiting = np.zeros(n, dtype=bool)
         changed = None
-        for _ in range(n):
-            # every pair that touched has a vertex frozen since: only those need a new test
+        for _ in range(2 * n):
+            # only pairs with a vertex that moved, or that touched last time, can touch now
             touching = self._touching(x0, x1, changed)
             if len(touching) == 0:
                 break
-            before = stuck.copy()
+            before = stuck | waiting
             stuck[touching.ravel()] = True
             if zone_of is not None:
                 stuck |= in_zone & np.isin(zone_of, zone_of[stuck & in_zone])
-            stuck &= self.model.inv_mass > 0.0  # pins follow their targets whatever happens
+            stuck &= ~pinned
             if np.array_equal(x1[stuck], x0[stuck]):
-                break  # only pinned vertices still touch: nothing left that may move
-            x1[stuck] = x0[stuck]
-            changed = stuck & ~before
+                # Only pins still drive a crossing (a pinned column turned through the cloth
+                # wrapped round it): those pins wait where the substep started. The next substep
+                # aims them at their own target again, so they catch up as soon as the cloth
+                # lets them pass.
+                pins = np.zeros(n, dtype=bool)
+                pins[touching.ravel()] = True
+                waiting |= pins & pinned
+            x1[stuck | waiting] = x0[stuck | waiting]
+            changed = (stuck | waiting) & ~before
+            if not changed.any():
+                break  # x1 is x0 wherever a touching pair has a vertex: x0 is crossing-free
+            changed[touching.ravel()] = True
             if self.cover(x0, x1):
                 changed = None
         self.stats["frozen"] = int(stuck.sum())
+        self.stats["pins_held"] = int(waiting.sum())
         self.stats["rounds"] = ZONE_ROUNDS
         return int(in_zone.sum())
 
