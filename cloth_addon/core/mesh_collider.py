@@ -15,9 +15,12 @@ Same `project(positions, previous, movable, margin, friction)` as the analytic c
 2. Continuous check: the signed distance of the particle to each candidate triangle's plane at
    the start (collider where the last `project` saw it) and at the end (collider now). A sign
    change whose interpolated crossing point lies inside the triangle is a crossing; the earliest
-   one counts and the particle goes back to the side it came from, `reach` off the surface.
-   Exact for translating colliders, first-order for rotating or deforming ones. Closed parts
-   only stop particles entering from outside.
+   one counts and the particle goes back to the side it came from, along that triangle's normal
+   to `reach` off its plane. Exact for translating colliders, first-order for rotating or
+   deforming ones. Closed parts only stop particles entering from outside, and only those that
+   came out again or are nearest a face turned away from the one they entered (past the middle
+   of a thin part): the others step 3 pushes out through the nearest surface, so that cloth a
+   fast body sweeps into slides round it.
 3. Proximity: the exact closest point. A pair's plane coordinates (height over the triangle's
    plane, barycentrics of the foot) give it where the foot is inside the triangle, and a lower
    bound elsewhere: only pairs whose bound beats the particle's best are tested by Ericson's
@@ -531,6 +534,7 @@ class MeshCollider:
         """Undo crossings of the surface during the step (particle and collider both moving).
 
         plane: (m, 3) _plane_coordinates of p[rows]. Returns the rows it moved."""
+        pairs = rows, tri, plane
         h1 = plane[:, 0]
         if motion is None:
             h0 = (np.einsum("ij,ij->i", np.take(p0, rows, axis=0), np.take(self._normal, tri, axis=0))
@@ -568,13 +572,46 @@ class MeshCollider:
         rows, tri, t, h0, plane = rows[hit], tri[hit], t[hit], h0[hit], plane[hit]
         order = np.lexsort((t, rows))
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]  # the earliest, rows ascending
-        rows, tri, h0 = rows[first], tri[first], h0[first]
-        _, q, _, _, _, bary = self._nearest(p, rows, tri, plane[first])
-        side = np.where(h0 >= 0.0, 1.0, -1.0)[:, None] * self._normal[tri]
-        depth = reach - np.einsum("ij,ij->i", p[rows] - q, side)
-        p[rows] = q + side * reach
+        rows, tri, h0, h1, plane = rows[first], tri[first], h0[first], plane[first, 0], plane[first]
+        sign = np.where(h0 >= 0.0, 1.0, -1.0)
+        side = sign[:, None] * self._normal[tri]
+        rows, tri, sign, side, h1, plane = self._entered_too_far(p, pairs, rows, tri, sign, side, h1, plane)
+        if len(rows) == 0:
+            return rows
+        _, _, _, _, _, bary = self._nearest(p, rows, tri, plane)
+        # Back out along the crossed triangle's normal from where the particle ended, not to the
+        # triangle's nearest point: a particle that slid past the triangle's edge while it crossed
+        # (cloth sweeping round a fast ball) keeps that slide. Pinned to the triangle it entered,
+        # it could slide at most one triangle a substep, and a ball faster than that dragged the
+        # cloth along until it tore (the proximity pass below puts it on the nearest surface).
+        depth = reach - sign * h1
+        p[rows] += depth[:, None] * side
         self._friction(p, p0, rows, tri, bary, side, depth, mu, motion)
         return rows
+
+    def _entered_too_far(self, p, pairs, rows, tri, sign, side, h1, plane):
+        """The crossings (rows, tri, ... of _crossings) that need undoing: all on open parts; on a
+        closed part only those whose particle ended outside it (it passed through) or inside it
+        but nearest to a face turned away from the one it entered (past the middle of a thin
+        part). The others proximity pushes out through the nearest surface, which lets cloth
+        slide round a body that sweeps into it instead of holding each particle to the one
+        triangle it entered. pairs: every candidate (rows, tri, plane) of the call."""
+        closed = np.flatnonzero(self.closed[tri])
+        if len(closed) == 0:
+            return rows, tri, sign, side, h1, plane
+        wanted = np.zeros(len(p), dtype=bool)
+        wanted[rows[closed]] = True
+        of = np.flatnonzero(wanted[pairs[0]])
+        # the entered triangle is among the pairs (it was crossed within the step), so the
+        # nearest pair is the nearest triangle of all
+        sel, q, _, t, region, _ = self._nearest(p, pairs[0][of], pairs[1][of], pairs[2][of])
+        normal = self._pseudo_normal(t, region)
+        at = np.searchsorted(rows, sel)  # rows ascend, and sel is a subset of them
+        inside = self.closed[t] & (np.einsum("ij,ij->i", p[sel] - q, normal) < 0.0)
+        facing = np.einsum("ij,ij->i", normal, side[at]) > 0.0
+        keep = np.ones(len(rows), dtype=bool)
+        keep[at[inside & facing]] = False
+        return rows[keep], tri[keep], sign[keep], side[keep], h1[keep], plane[keep]
 
     def _proximity(self, p, p0, rows, tri, plane, covered, reach, mu, motion):
         """Push particles within reach of the surface (or inside a closed part) out to reach.
