@@ -192,7 +192,8 @@ class SelfContact:
         self.edges, self.triangles, _ = model.contact_features
         self._make_clusters(max(CLUSTER, -(-model.n_particles // MAX_CLUSTERS)))
         self._rest_exclusions()
-        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "pins_held": 0, "clusters": self._c}
+        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "pins_held": 0,
+                      "clusters": self._c}
 
     # -- set-up ----------------------------------------------------------------------------
     def _make_clusters(self, size):
