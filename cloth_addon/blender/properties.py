@@ -72,7 +72,7 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         description="Plate bending stiffness, N·m (the same material at any mesh resolution): "
                     "silk 0.000001, cotton 0.00002, denim 0.0003, leather 0.002")
     damping: FloatProperty(
-        name="Damping", default=0.01, min=0.0, max=0.99, precision=3, update=_invalidate,
+        name="Damping", default=0.05, min=0.0, max=0.99, precision=3, update=_invalidate,
         description="Fraction of velocity removed each frame")
     air_drag: FloatProperty(
         name="Air Drag", default=AIR_DRAG, min=0.0, soft_max=2.0, update=_invalidate,

@@ -137,7 +137,7 @@ class Settings:
     stretch_stiffness: float = 500.0
     shear_stiffness: float = 50.0
     bend_stiffness: float = 2e-5
-    damping: float = 0.01
+    damping: float = 0.05
     air_drag: float = AIR_DRAG
     air_lift: float = AIR_LIFT
     wind: tuple = (0.0, 0.0, 0.0)
