@@ -93,7 +93,7 @@ class ClothSession:
         # What the cached frames were computed from (see playback.update_object).
         self.inputs = None
         # The group's MeshColliders by collider session_uid, moved every frame (colliders.py).
-        self.mesh_colliders: dict[int, core.MeshCollider] = {}
+        self.mesh_colliders: dict[int, core.MeshCollider | core.SphereCollider] = {}
         # Names of Collision objects the last frame could not use, for the panel.
         self.unsupported: list[str] = []
         # Per spring the frame it tore at (tearing.py); None until tearing first shows.

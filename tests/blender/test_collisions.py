@@ -97,3 +97,36 @@ def test_sphere_shaped_colliders_are_exact_balls_and_other_shapes_meshes(scene):
     assert [type(c).__name__ for c in found].count("MeshCollider") == 1
     assert [round(c.radius, 6) for c in balls] == [0.3, 0.5]
     assert np.allclose(balls[1].center, (0, 0, 0.2), atol=1e-6)
+
+
+def test_a_moving_ball_is_swept_over_the_substeps_as_the_core_sweeps_it(scene):
+    """The add-on keeps one ball per Collision object from frame to frame, so that its motion
+    between frames is spread over the substeps: the cloth it strikes moves exactly as in the core
+    with one SphereCollider moved once a frame (a new ball every frame was taken as standing still
+    and jumped its whole frame's motion at the first substep)."""
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.2, location=(0.0, 0.0, -0.5))
+    ball = _collision(bpy.context.active_object)
+    ball.keyframe_insert("location", frame=1)
+    ball.location.z = 0.7  # 0.1 m a frame, up through the sheet
+    ball.keyframe_insert("location", frame=13)
+    for curve in action_fcurves(ball):
+        for point in curve.keyframe_points:
+            point.interpolation = "LINEAR"
+    scene.gravity = (0.0, 0.0, 0.0)
+    scene.frame_set(1)
+    obj = make_cloth(make_grid(cuts=12, size=1.0, location=(0.0, 0.0, 0.0)))
+    sim = store.find(obj.session_uid).sim
+    core_sim = core.Simulation(None, None, sim.settings, _model=sim.model)
+    moved = None
+    for frame in range(2, 14):
+        scene.frame_set(frame)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        (now,), _ = colliders.scene_colliders(scene, depsgraph, exclude=obj.session_uid)
+        if moved is None:
+            moved = core.SphereCollider(now.center, now.radius, now.thickness, now.friction)
+            core_sim.colliders = [moved]
+        moved.center = now.center
+        core_sim.step(1)
+    world = evaluated_world(obj)
+    assert world[:, 2].max() > 0.5, "the ball carried the sheet up"
+    assert np.abs(world - core_sim.positions).max() < 1e-4
