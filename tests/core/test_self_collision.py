@@ -319,7 +319,7 @@ def test_a_flat_strip_landing_on_its_edge_folds_instead_of_standing(monkeypatch)
 
     def drop():
         sim = Simulation(vertices, faces, Settings(self_collision=True), colliders=[PlaneCollider()])
-        sim.step(30)
+        sim.step(40)
         return sim
 
     sim = drop()
