@@ -16,9 +16,9 @@ Air drag depends on the air and the cloth's shape, hardly on the fabric: one val
 (settings.AIR_DRAG), so the heavier fabrics fall faster, as they should.
 Damping (a fraction of the velocity per frame) stands for what the quadratic drag hardly gives
 at walking speeds: the air's and the weave's friction that stops a hanging flap swinging. 5% a
-frame lets a sheet dropped on a ball come to rest within 4 s, as real cotton does (at 1% its hem
-still swung 15 mm a frame after 5 s), and costs a falling sheet little (its speed from damping
-alone would level off at 8 m/s). Silk and rubber keep 3%: light and springy, they move longer.
+frame lets a sheet dropped on a ball settle within 4 s (at 1% its hem still swung 15 mm a frame
+after 5 s), and costs a falling sheet little (its speed from damping alone would level off at
+8 m/s). Silk and rubber keep 3%: light and springy, they move longer.
 """
 
 from .settings import AIR_DRAG
