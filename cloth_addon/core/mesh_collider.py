@@ -578,14 +578,18 @@ class MeshCollider:
         rows, tri, sign, side, h1, plane = self._entered_too_far(p, pairs, rows, tri, sign, side, h1, plane)
         if len(rows) == 0:
             return rows
-        _, _, _, _, _, bary = self._nearest(p, rows, tri, plane)
-        # Back out along the crossed triangle's normal from where the particle ended, not to the
-        # triangle's nearest point: a particle that slid past the triangle's edge while it crossed
-        # (cloth sweeping round a fast ball) keeps that slide. Pinned to the triangle it entered,
-        # it could slide at most one triangle a substep, and a ball faster than that dragged the
-        # cloth along until it tore (the proximity pass below puts it on the nearest surface).
-        depth = reach - sign * h1
-        p[rows] += depth[:, None] * side
+        _, q, _, _, _, bary = self._nearest(p, rows, tri, plane)
+        # On a closed part, back out along the crossed triangle's normal from where the particle
+        # ended, not to the triangle's nearest point: a particle that slid past the triangle's
+        # edge while it crossed (cloth sweeping round a fast ball) keeps that slide. Pinned to the
+        # triangle it entered, it could slide at most one triangle a substep, and a ball faster
+        # than that dragged the cloth along until it tore (proximity then puts it on the nearest
+        # surface). On an open part that slide could carry it past another face (behind the wall
+        # of a floor-and-wall corner), which proximity would then keep: there it goes back to
+        # the crossed triangle's nearest point.
+        closed = self.closed[tri]
+        depth = np.where(closed, reach - sign * h1, reach - np.einsum("ij,ij->i", p[rows] - q, side))
+        p[rows] = np.where(closed[:, None], p[rows] + depth[:, None] * side, q + side * reach)
         self._friction(p, p0, rows, tri, bary, side, depth, mu, motion)
         return rows
 

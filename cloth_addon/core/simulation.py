@@ -223,7 +223,9 @@ class Simulation:
         """Where pinned particles must be at the end of the next frame, m, world space.
 
         targets: (n, 3) (only pinned rows are read) or (p, 3) in model.pinned_indices order.
-        Over the frame's substeps pins move linearly from where they are to there.
+        Over the frame's substeps pins move linearly from where they are to there; with
+        self-collision, a pin that would drive the cloth through itself waits for that substep
+        (self_contact.py), so a pin the cloth blocks lags its target.
         """
         targets = np.asarray(targets, dtype=np.float64)
         pinned = self.model.pinned_indices

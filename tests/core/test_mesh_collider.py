@@ -121,6 +121,18 @@ def test_open_plane_collides_from_both_sides_and_is_not_tunnelled():
     assert positions[3, 2] == pytest.approx(-0.5)   # beside the plane: untouched
 
 
+def test_a_particle_crossing_the_floor_of_an_open_corner_stays_in_the_corner():
+    """An open floor-and-wall corner (floor z = 0 for x <= 0, wall x = 0): a particle that
+    crosses the floor near the wall and ends behind the wall goes back into the corner, not
+    straight up along the floor's normal, which would leave it behind the wall for good."""
+    vertices = np.array([(-1, -1, 0), (0, -1, 0), (0, 1, 0), (-1, 1, 0), (0, -1, 1), (0, 1, 1)], dtype=float)
+    mesh = MeshCollider(vertices, [(0, 1, 2), (0, 2, 3), (1, 4, 5), (1, 5, 2)])
+    previous = np.array([[-0.05, 0.0, 0.05]])
+    positions = np.array([[0.02, 0.0, -0.1]])
+    mesh.project(positions, previous, np.ones(1, dtype=bool), margin=0.005)
+    assert positions[0, 0] < 0.0 and positions[0, 2] > 0.0
+
+
 def test_thin_plane_moving_one_metre_per_frame_does_not_tunnel():
     # A floating sheet (no gravity) and a thin two-triangle plane sweeping up through it at 1 m/frame.
     vertices, faces, _ = make_grid(7, 7, 0.6, "xy")
