@@ -572,12 +572,13 @@ class MeshCollider:
         rows, tri, t, h0, plane = rows[hit], tri[hit], t[hit], h0[hit], plane[hit]
         order = np.lexsort((t, rows))
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]  # the earliest, rows ascending
-        rows, tri, h0, h1, plane = rows[first], tri[first], h0[first], plane[first, 0], plane[first]
+        rows, tri, h0, plane = rows[first], tri[first], h0[first], plane[first]
         sign = np.where(h0 >= 0.0, 1.0, -1.0)
-        side = sign[:, None] * self._normal[tri]
-        rows, tri, sign, side, h1, plane = self._entered_too_far(p, pairs, rows, tri, sign, side, h1, plane)
+        keep = self._to_undo(p, pairs, rows, tri, sign)
+        rows, tri, sign, plane = rows[keep], tri[keep], sign[keep], plane[keep]
         if len(rows) == 0:
             return rows
+        side = sign[:, None] * self._normal[tri]
         _, q, _, _, _, bary = self._nearest(p, rows, tri, plane)
         # On a closed part, back out along the crossed triangle's normal from where the particle
         # ended, not to the triangle's nearest point: a particle that slid past the triangle's
@@ -588,21 +589,23 @@ class MeshCollider:
         # of a floor-and-wall corner), which proximity would then keep: there it goes back to
         # the crossed triangle's nearest point.
         closed = self.closed[tri]
-        depth = np.where(closed, reach - sign * h1, reach - np.einsum("ij,ij->i", p[rows] - q, side))
+        depth = np.where(closed, reach - sign * plane[:, 0], reach - np.einsum("ij,ij->i", p[rows] - q, side))
         p[rows] = np.where(closed[:, None], p[rows] + depth[:, None] * side, q + side * reach)
         self._friction(p, p0, rows, tri, bary, side, depth, mu, motion)
         return rows
 
-    def _entered_too_far(self, p, pairs, rows, tri, sign, side, h1, plane):
-        """The crossings (rows, tri, ... of _crossings) that need undoing: all on open parts; on a
-        closed part only those whose particle ended outside it (it passed through) or inside it
-        but nearest to a face turned away from the one it entered (past the middle of a thin
-        part). The others proximity pushes out through the nearest surface, which lets cloth
-        slide round a body that sweeps into it instead of holding each particle to the one
-        triangle it entered. pairs: every candidate (rows, tri, plane) of the call."""
+    def _to_undo(self, p, pairs, rows, tri, sign):
+        """(k,) bool: which crossings (particle rows ascending, triangle tri, side sign of
+        _crossings) need undoing: all on open parts; on a closed part only those whose particle
+        ended outside it (it passed through) or inside it but nearest to a face turned away from
+        the one it entered (past the middle of a thin part). The others proximity pushes out
+        through the nearest surface, which lets cloth slide round a body that sweeps into it
+        instead of holding each particle to the one triangle it entered. pairs: every candidate
+        (rows, tri, plane) of the call."""
+        keep = np.ones(len(rows), dtype=bool)
         closed = np.flatnonzero(self.closed[tri])
         if len(closed) == 0:
-            return rows, tri, sign, side, h1, plane
+            return keep
         wanted = np.zeros(len(p), dtype=bool)
         wanted[rows[closed]] = True
         of = np.flatnonzero(wanted[pairs[0]])
@@ -612,10 +615,9 @@ class MeshCollider:
         normal = self._pseudo_normal(t, region)
         at = np.searchsorted(rows, sel)  # rows ascend, and sel is a subset of them
         inside = self.closed[t] & (np.einsum("ij,ij->i", p[sel] - q, normal) < 0.0)
-        facing = np.einsum("ij,ij->i", normal, side[at]) > 0.0
-        keep = np.ones(len(rows), dtype=bool)
+        facing = sign[at] * np.einsum("ij,ij->i", normal, self._normal[tri[at]]) > 0.0
         keep[at[inside & facing]] = False
-        return rows[keep], tri[keep], sign[keep], side[keep], h1[keep], plane[keep]
+        return keep
 
     def _proximity(self, p, p0, rows, tri, plane, covered, reach, mu, motion):
         """Push particles within reach of the surface (or inside a closed part) out to reach.
