@@ -4,10 +4,10 @@ Every visible Collision object is read each frame as its evaluated, world-space 
 (modifiers, armatures, shape keys and animation included) and becomes a core.MeshCollider:
 closed or open, convex or not; a sphere-shaped mesh becomes the exact, much cheaper
 core.SphereCollider. Its Outer Thickness and Friction come from its Collision settings.
-Each cloth session keeps its own MeshColliders (ClothSession.mesh_colliders, by collider) and
-`update()`s them while their topology stays the same, so the core sees the collider's own motion
-between frames (a fast or deforming collider does not tunnel) and keeps its acceleration
-structures.
+Each cloth session keeps its own colliders (ClothSession.kept_colliders, by collider): mesh
+colliders are `update()`d while their topology stays the same and balls moved, so the core sees
+each collider's own motion between frames (a fast or deforming collider does not tunnel, a
+moving ball is swept over the substeps) and a mesh keeps its acceleration structures.
 """
 
 import numpy as np

@@ -92,8 +92,8 @@ class ClothSession:
         self.last_targets = rest_world[self.anchors]
         # What the cached frames were computed from (see playback.update_object).
         self.inputs = None
-        # The group's MeshColliders by collider session_uid, moved every frame (colliders.py).
-        self.mesh_colliders: dict[int, core.MeshCollider | core.SphereCollider] = {}
+        # The group's colliders by collider session_uid, moved every frame (colliders.py).
+        self.kept_colliders: dict[int, core.MeshCollider | core.SphereCollider] = {}
         # Names of Collision objects the last frame could not use, for the panel.
         self.unsupported: list[str] = []
         # Per spring the frame it tore at (tearing.py); None until tearing first shows.
@@ -121,7 +121,7 @@ class ClothSession:
     def reset(self, matrices=None) -> None:
         """Back to rest at the start frame; with the members' matrices, the rest shapes where the
         objects are now."""
-        self.mesh_colliders.clear()  # else a collider would seem to jump from the last frame to the first
+        self.kept_colliders.clear()  # else a collider would seem to jump from the last frame to the first
         rest = self.cache[self.frame_start] if matrices is None else self.targets(matrices)
         self.sim.reset(rest if matrices is not None else None)
         self.cache = {self.frame_start: rest}
@@ -131,7 +131,7 @@ class ClothSession:
     def read_colliders(self, scene, depsgraph) -> None:
         """The scene's Collision objects as they are now become the simulation's colliders."""
         self.sim.colliders, self.unsupported = colliders.scene_colliders(
-            scene, depsgraph, set(self.uids), self.mesh_colliders, self.collision_collection)
+            scene, depsgraph, set(self.uids), self.kept_colliders, self.collision_collection)
 
     def positions_at(self, frame: int, objects, scene, depsgraph) -> np.ndarray:
         """World positions of all members at `frame`: cached, or simulated on from the last

@@ -14,6 +14,16 @@ def _collision(obj):
     return obj
 
 
+def _rise_linearly(obj, z, last):
+    """Keyframe obj from where it is at frame 1 to height z at frame `last`, linearly."""
+    obj.keyframe_insert("location", frame=1)
+    obj.location.z = z
+    obj.keyframe_insert("location", frame=last)
+    for curve in action_fcurves(obj):
+        for point in curve.keyframe_points:
+            point.interpolation = "LINEAR"
+
+
 def _inside_or_closer(obj, world, reach):
     vertices, triangles, _, _ = colliders.world_mesh(obj, bpy.context.evaluated_depsgraph_get())
     _, distance, inside, _ = core.MeshCollider(vertices, triangles).closest(world, max_distance=1.0)
@@ -36,22 +46,17 @@ def test_a_box_collider_holds_the_cloth_as_a_mesh(scene):
 def test_a_fast_animated_plane_does_not_tunnel_and_is_updated_not_rebuilt(scene):
     bpy.ops.mesh.primitive_plane_add(size=3.0, location=(0, 0, -0.6))
     plane = _collision(bpy.context.active_object)
-    plane.keyframe_insert("location", frame=1)
-    plane.location.z = 5.4  # 1 m per frame upwards for 6 frames
-    plane.keyframe_insert("location", frame=7)
-    for curve in action_fcurves(plane):
-        for point in curve.keyframe_points:
-            point.interpolation = "LINEAR"
+    _rise_linearly(plane, 5.4, 7)  # 1 m per frame upwards for 6 frames
     scene.gravity = (0.0, 0.0, 0.0)
     scene.frame_set(1)
     obj = make_cloth(make_grid(cuts=6, size=0.6, location=(0, 0, 0.0)))
     scene.frame_set(2)
-    first = store.find(obj.session_uid).mesh_colliders[plane.session_uid]
+    first = store.find(obj.session_uid).kept_colliders[plane.session_uid]
     for frame in range(3, 8):
         scene.frame_set(frame)
         plane_z = plane.matrix_world.translation.z
         assert evaluated_world(obj)[:, 2].min() >= plane_z + obj.cloth_addon.collision_distance - 1e-4, frame
-    assert store.find(obj.session_uid).mesh_colliders[plane.session_uid] is first
+    assert store.find(obj.session_uid).kept_colliders[plane.session_uid] is first
 
 
 def test_a_deforming_collider_is_read_every_frame(scene):
@@ -106,12 +111,7 @@ def test_a_moving_ball_is_swept_over_the_substeps_as_the_core_sweeps_it(scene):
     and jumped its whole frame's motion at the first substep)."""
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.2, location=(0.0, 0.0, -0.5))
     ball = _collision(bpy.context.active_object)
-    ball.keyframe_insert("location", frame=1)
-    ball.location.z = 0.7  # 0.1 m a frame, up through the sheet
-    ball.keyframe_insert("location", frame=13)
-    for curve in action_fcurves(ball):
-        for point in curve.keyframe_points:
-            point.interpolation = "LINEAR"
+    _rise_linearly(ball, 0.7, 13)  # 0.1 m a frame, up through the sheet
     scene.gravity = (0.0, 0.0, 0.0)
     scene.frame_set(1)
     obj = make_cloth(make_grid(cuts=12, size=1.0, location=(0.0, 0.0, 0.0)))
