@@ -14,7 +14,12 @@ Every collider has `project(positions, previous, movable, margin, friction)`:
 
 import numpy as np
 
-from .geometry import push_features
+from .geometry import gather, push_features
+
+
+def _length(vectors):
+    """(k,) lengths of vectors (k, 3) (np.linalg.norm along a short axis is several times slower)."""
+    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
 
 
 def friction_coefficient(collider, friction) -> float:
@@ -31,7 +36,7 @@ def _apply_friction(positions, previous, hit, normal, depth, friction):
         return
     disp = positions[hit] - previous[hit]
     tangent = disp - np.einsum("ij,ij->i", disp, normal)[:, None] * normal
-    slide = np.linalg.norm(tangent, axis=1)
+    slide = _length(tangent)
     cut = np.minimum(1.0, friction * depth / np.maximum(slide, 1e-300))
     positions[hit] -= tangent * cut[:, None]
 
@@ -98,7 +103,7 @@ class SphereCollider:
         center = np.asarray(self.center, dtype=np.float64)
         reach = self.radius + self.thickness + margin
         offset = positions - center
-        dist = np.linalg.norm(offset, axis=1)
+        dist = _length(offset)
         hit = (dist < reach) & movable
         if np.any(hit):
             self._push_vertices(positions, previous, center, reach, offset, dist, hit, friction)
@@ -125,15 +130,16 @@ class SphereCollider:
         edges = features.edges
         near = dist < reach + features.longest
         edges = edges[near[edges[:, 0]] & near[edges[:, 1]]]
-        outside = np.linalg.norm(positions[edges] - center, axis=2).min(axis=1) >= reach * (1.0 - 1e-9)
+        ends = gather(positions, edges) - center  # (k, 2, 3), after the vertex projection
+        outside = np.sqrt(np.einsum("ijk,ijk->ij", ends, ends)).min(axis=1) >= reach * (1.0 - 1e-9)
         edges = edges[outside]
-        a, b = positions[edges[:, 0]], positions[edges[:, 1]]
+        a, b = gather(positions, edges[:, 0]), gather(positions, edges[:, 1])
         ab = b - a
         length2 = np.einsum("ij,ij->i", ab, ab)
         s = np.clip(np.einsum("ij,ij->i", center - a, ab) / np.maximum(length2, 1e-300), 0.0, 1.0)
         point = a + s[:, None] * ab
         offset = point - center
-        dist = np.linalg.norm(offset, axis=1)
+        dist = _length(offset)
         hit = (dist < reach) & (s > 0.0) & (s < 1.0) & (dist > 1e-12)
         if np.any(hit):
             sh = s[hit]
@@ -145,7 +151,7 @@ class SphereCollider:
         (k, 3) from pose `start` (a previous `center`) to now, or None)."""
         center = np.asarray(self.center, dtype=np.float64)
         offset = positions - center
-        dist = np.linalg.norm(offset, axis=1)
+        dist = _length(offset)
         rows = np.flatnonzero((dist <= self.radius + self.thickness + margin) & movable & (dist > 1e-12))
         moved = None if start is None else np.broadcast_to(center - start, (len(rows), 3))
         return rows, offset[rows] / dist[rows, None], moved

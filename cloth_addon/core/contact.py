@@ -44,6 +44,7 @@ friction otherwise, and a moving collider carries the cloth along.
 import numpy as np
 
 from .colliders import PlaneCollider, SphereCollider
+from .geometry import gather
 from .mesh_collider import MeshCollider
 from .self_contact import PASSES, SelfContact
 
@@ -224,9 +225,9 @@ class ContactStage:
         if push is None or not np.any(held):
             return
         rows = np.flatnonzero(held)
-        n = normal[rows]
-        force = np.einsum("ij,ij->i", push[rows], n)
-        into = -np.einsum("ij,ij->i", (y[rows] - x0[rows]) - surface[rows], n)
+        n = gather(normal, rows)
+        force = np.einsum("ij,ij->i", gather(push, rows), n)
+        into = -np.einsum("ij,ij->i", (gather(y, rows) - gather(x0, rows)) - gather(surface, rows), n)
         held_force = np.maximum(force - self.sim.model.mass[rows] * np.maximum(into, 0.0), 0.0)
         carried = np.zeros_like(push)
         carried[rows] = held_force[:, None] * n
@@ -285,9 +286,10 @@ class ContactStage:
             surfaces[rows] = surface
             if len(rows) == 0 or not mu or mu <= 0.0:
                 continue
-            moved = (x1[rows] - x0[rows]) - surface
+            end = gather(x1, rows)
+            moved = (end - gather(x0, rows)) - surface
             slide = moved - np.einsum("ij,ij->i", moved, normal)[:, None] * normal
-            push = np.maximum(0.0, np.einsum("ij,ij->i", x1[rows] - y[rows], normal))
+            push = np.maximum(0.0, np.einsum("ij,ij->i", end - gather(y, rows), normal))
             length = np.linalg.norm(slide, axis=1)
             cut = np.minimum(1.0, mu * push / np.maximum(length, 1e-300))
             x1[rows] -= cut[:, None] * slide

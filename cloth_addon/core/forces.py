@@ -6,6 +6,7 @@ acceleration in m/s^2 that the solvers add to the inertial prediction.
 
 import numpy as np
 
+from .geometry import gather
 from .wind import air_velocity
 
 
@@ -28,7 +29,7 @@ def aerodynamic_forces(positions, velocities, faces, triangles, air, drag, lift)
     the same force per mass everywhere and drag alone does not bend it. The rate returned is
     (drag + lift) * A * |u| per face, shared the same way: a bound on d(force)/d(velocity).
     """
-    p0, p1, p2 = positions[triangles[:, 0]], positions[triangles[:, 1]], positions[triangles[:, 2]]
+    p0, p1, p2 = (gather(positions, triangles[:, k]) for k in range(3))
     cross = faces.triangle_to_face @ np.cross(p1 - p0, p2 - p0)  # (m, 3), |cross| = 2 A
     twice_area = np.sqrt(np.einsum("ij,ij->i", cross, cross))
     area = 0.5 * twice_area
@@ -38,9 +39,9 @@ def aerodynamic_forces(positions, velocities, faces, triangles, air, drag, lift)
     normal_speed = np.einsum("ij,ij->i", relative, normal)
     along = drag * np.abs(normal_speed) - lift * normal_speed ** 2 / np.maximum(speed, 1e-300)
     force = area[:, None] * (along[:, None] * relative + (lift * normal_speed * speed)[:, None] * normal)
-    forces = faces.corner_share @ force
-    rate = faces.corner_share @ ((drag + lift) * area * speed)
-    return forces, rate
+    # both shared out to the corners in one sparse product
+    shared = faces.corner_share @ np.column_stack([force, (drag + lift) * area * speed])
+    return shared[:, :3], shared[:, 3]
 
 
 def external_acceleration(model, positions, velocities, settings, h, wind_fields=(), time=0.0):

@@ -16,6 +16,13 @@ def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
 
 
+def gather(array, index):
+    """array[index] for an integer index array of any shape, along the first axis: the rows of an
+    (n, 3) array gathered by np.take, which does it several times faster than fancy indexing
+    (numpy 1.26, and 2.x as Blender 5.1 ships it)."""
+    return np.take(array, index, axis=0)
+
+
 def closest_points(p, a, b, c):
     """Closest point of each triangle (a, b, c) to p.
 
@@ -264,7 +271,7 @@ def sphere_pairs_within(centres, radius, limit=None, distance=False):
         i, j = g_rows[pairs[:, 0]], g_rows[pairs[:, 1]]  # i < j: the rows are in order
         rows.append(i)
         cols.append(j)
-        offset = centres[i] - centres[j]
+        offset = gather(centres, i) - gather(centres, j)
         lengths.append(np.sqrt(np.einsum("ij,ij->i", offset, offset)))
         for other_rows, other, other_top in groups[g + 1:]:
             found = tree.sparse_distance_matrix(other, top + other_top, output_type="ndarray")

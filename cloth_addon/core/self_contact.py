@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from . import ccd, geometry
+from .geometry import gather
 
 # Proximity passes per substep (each followed by the colliders).
 PASSES = 3
@@ -154,7 +155,7 @@ def _widest(array):
 
 def _spheres(x, features):
     """(centres (k, 3), radii (k,)) of bounding spheres of features (k, m) vertex ids at x."""
-    corners = x[features]
+    corners = gather(x, features)
     centre = corners.mean(axis=1)
     offset = corners - centre[:, None]
     return centre, np.sqrt(_widest(np.einsum("ijk,ijk->ij", offset, offset)))
@@ -291,11 +292,13 @@ class SelfContact:
             else:
                 # moved vertices against every triangle, and every vertex against moved triangles
                 rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
-                p1, t1 = geometry.sphere_pairs(x[rows], reach[rows], centre, radius + tri_reach, limit)
-                p2, t2 = geometry.sphere_pairs(x, reach, centre[hit], radius[hit] + tri_reach[hit], limit)
+                p1, t1 = geometry.sphere_pairs(gather(x, rows), reach[rows], centre, radius + tri_reach,
+                                               limit)
+                p2, t2 = geometry.sphere_pairs(x, reach, gather(centre, hit), radius[hit] + tri_reach[hit],
+                                               limit)
                 key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
                 vf_p, vf_t = key // len(tris), key % len(tris)
-                spacing = _length(x[vf_p] - centre[vf_t])
+                spacing = _length(gather(x, vf_p) - gather(centre, vf_t))
             keep = (tris[vf_t, 0] != vf_p) & (tris[vf_t, 1] != vf_p) & (tris[vf_t, 2] != vf_p)
             vf_p, vf_t, spacing = vf_p[keep], vf_t[keep], spacing[keep]
             bound = budget[vf_p] + tri_budget[vf_t] + d
@@ -305,8 +308,8 @@ class SelfContact:
             keep = spacing - radius[vf_t] <= bound
             vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
             corners = tris[vf_t]
-            q, _, _ = geometry.closest_points(x[vf_p], x[corners[:, 0]], x[corners[:, 1]], x[corners[:, 2]])
-            vf_gap = _length(x[vf_p] - q)
+            q, _, _ = geometry.closest_points(gather(x, vf_p), *(gather(x, corners[:, k]) for k in range(3)))
+            vf_gap = _length(gather(x, vf_p) - q)
             # in the order of the features' numbers, not of the trees' traversal: the Jacobi sums
             # of the responses then do not depend on how the trees were cut
             keep = np.flatnonzero(vf_gap <= bound)
@@ -320,11 +323,11 @@ class SelfContact:
                 ea, eb, spacing = geometry.sphere_pairs_within(middle, extent, limit, True)
             else:
                 rows = np.flatnonzero(moved[edges].any(axis=1))
-                ea, eb = geometry.sphere_pairs(middle[rows], extent[rows], middle, extent, limit)
+                ea, eb = geometry.sphere_pairs(gather(middle, rows), extent[rows], middle, extent, limit)
                 # a pair of two moved edges is found from both ends
                 key = np.unique(np.minimum(rows[ea], eb) * len(edges) + np.maximum(rows[ea], eb))
                 ea, eb = key // len(edges), key % len(edges)
-                spacing = _length(middle[ea] - middle[eb])
+                spacing = _length(gather(middle, ea) - gather(middle, eb))
             a, b = edges[ea], edges[eb]
             keep = (ea < eb) & (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & \
                 (a[:, 1] != b[:, 1])
@@ -377,7 +380,7 @@ class SelfContact:
         d = self.distance
         # the bounding spheres of the clusters' reaches, at the reference
         centre = self._mean @ x0
-        offset = x0[self._reach_vertex] - centre[self._reach_cluster]
+        offset = gather(x0, self._reach_vertex) - gather(centre, self._reach_cluster)
         radius = np.maximum.reduceat(np.sqrt(np.einsum("ij,ij->i", offset, offset)), self._reach_start)
         apart = _pairwise(centre) - radius[:, None] - radius[None, :]
         mean, deviation = self._split(x1 - x0)
@@ -487,7 +490,8 @@ class SelfContact:
     def _edge_gaps(self, x, a, b):
         """(gap (k, 3) from edge b's closest point to edge a's, s (k,), t (k,))."""
         ea, eb = self.edges[a], self.edges[b]
-        return geometry.segment_gap(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
+        return geometry.segment_gap(gather(x, ea[:, 0]), gather(x, ea[:, 1]), gather(x, eb[:, 0]),
+                                    gather(x, eb[:, 1]))
 
     def separate(self, x, x0) -> None:
         """One proximity pass, in place on x (n, 3): pairs closer than the gap pushed apart to it,
@@ -497,17 +501,18 @@ class SelfContact:
         p, t, a, b = self._shortlist(x)
         if len(p):
             tris = self.triangles[t]
-            q, bary, _ = geometry.closest_points(x[p], x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]])
-            gap = x[p] - q
+            q, bary, _ = geometry.closest_points(gather(x, p), *(gather(x, tris[:, k]) for k in range(3)))
+            gap = gather(x, p) - q
             dist = _length(gap)
             near = dist < d
             if np.any(near):
                 p, tris, q, bary, gap, dist = p[near], tris[near], q[near], bary[near], gap[near], dist[near]
                 # the side at the start: the start triangle's normal, signed by where p was
-                n0 = np.cross(x0[tris[:, 1]] - x0[tris[:, 0]], x0[tris[:, 2]] - x0[tris[:, 0]])
-                side = np.sign(np.einsum("ij,ij->i", x0[p] - x0[tris[:, 0]], n0))
-                q0 = np.einsum("ij,ijk->ik", bary, x0[tris])
-                normal = self._direction(gap, dist, x0[p] - q0, side[:, None] * n0)
+                a0, b0, c0 = (gather(x0, tris[:, k]) for k in range(3))
+                n0 = np.cross(b0 - a0, c0 - a0)
+                side = np.sign(np.einsum("ij,ij->i", gather(x0, p) - a0, n0))
+                q0 = np.einsum("ij,ijk->ik", bary, gather(x0, tris))
+                normal = self._direction(gap, dist, gather(x0, p) - q0, side[:, None] * n0)
                 self._push(index, vectors, x, x0, np.concatenate([p[:, None], tris], axis=1),
                            np.concatenate([np.ones((len(p), 1)), -bary], axis=1), normal,
                            d - np.einsum("ij,ij->i", gap, normal), w)
@@ -569,7 +574,7 @@ class SelfContact:
         step = (weights * inv * lam[:, None])[:, :, None] * normal[:, None, :]  # (k, m, 3)
         if self.friction > 0.0:
             # relative slide of the two sides over the substep, tangential part
-            slide = np.einsum("ij,ijk->ik", weights, x[who] - x0[who])
+            slide = np.einsum("ij,ijk->ik", weights, gather(x, who) - gather(x0, who))
             slide -= np.einsum("ij,ij->i", slide, normal)[:, None] * normal
             length = _length(slide)
             cut = np.minimum(1.0, self.friction * np.abs(depth) / np.maximum(length, 1e-300))
@@ -605,11 +610,11 @@ class SelfContact:
             # A pair can only touch if its start spheres are closer than the features move
             # relative to each other (a falling sheet's own pairs move together: none).
             centre, radius = _spheres(x0, self.triangles)
-            relative = _longest(motion[tris] - motion[p][:, None, :])
-            may = _length(x0[p] - centre[t]) - radius[t] <= relative + tol
+            relative = _longest(gather(motion, tris) - gather(motion, p)[:, None, :])
+            may = _length(gather(x0, p) - gather(centre, t)) - radius[t] <= relative + tol
             p, tris = p[may], tris[may]
-            toi = ccd.vertex_triangle_toi(x0[p], x1[p], x0[tris[:, 0]], x1[tris[:, 0]], x0[tris[:, 1]],
-                                          x1[tris[:, 1]], x0[tris[:, 2]], x1[tris[:, 2]], tol)
+            toi = ccd.vertex_triangle_toi(gather(x0, p), gather(x1, p),
+                                          *(gather(x, tris[:, k]) for k in range(3) for x in (x0, x1)), tol)
             hit = np.isfinite(toi)
             groups.append(np.concatenate([p[hit, None], tris[hit]], axis=1))
         (a, b), (ea, eb) = self.ee, self._ee_ends
@@ -621,12 +626,13 @@ class SelfContact:
             middle, half = _spheres(x0, self.edges)
             # a point of either edge moves relative to edge a's first end by at most its edge's
             # largest relative end motion: the two add up
-            reference = motion[ea[:, :1]]
-            relative = _longest(motion[ea] - reference) + _longest(motion[eb] - reference)
-            may = _length(middle[a] - middle[b]) - half[a] - half[b] <= relative + tol
+            reference = gather(motion, ea[:, :1])
+            relative = (_longest(gather(motion, ea) - reference)
+                        + _longest(gather(motion, eb) - reference))
+            may = _length(gather(middle, a) - gather(middle, b)) - half[a] - half[b] <= relative + tol
             ea, eb = ea[may], eb[may]
-            toi = ccd.edge_edge_toi(x0[ea[:, 0]], x1[ea[:, 0]], x0[ea[:, 1]], x1[ea[:, 1]],
-                                    x0[eb[:, 0]], x1[eb[:, 0]], x0[eb[:, 1]], x1[eb[:, 1]], tol)
+            toi = ccd.edge_edge_toi(*(gather(x, e[:, k]) for e in (ea, eb) for k in (0, 1) for x in (x0, x1)),
+                                    tol)
             hit = np.isfinite(toi)
             groups.append(np.concatenate([ea[hit], eb[hit]], axis=1))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
@@ -722,7 +728,7 @@ class SelfContact:
         zones = label[members]
         size = label.max() + 1
         pinned, held = pinned_all[members], held_all[members]
-        start, end = x0[members], x1[members]
+        start, end = gather(x0, members), gather(x1, members)
 
         def mean(values, weight):
             total = np.bincount(zones, weight, size)

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..garment import limited_spring_targets
+from ..geometry import gather
 from ..sparse_ops import MatVec
 from ..topology import STRUCTURAL
 from .base import InertialSolver
@@ -169,8 +170,8 @@ class FastMassSpringSolver(InertialSolver):
         y = self.predict(positions, previous, accel, pin_targets)
         t0 = time.perf_counter()
         free, pinned = self.free, self.model.pinned_indices
-        base = self.mass_f[:, None] * y[free]
-        y_pinned = y[pinned]
+        base = self.mass_f[:, None] * gather(y, free)
+        y_pinned = gather(y, pinned)
         if len(pinned):
             base -= (self.h * self.h) * (self.L_fp @ y_pinned)
         # coordinate rows [x..., y..., z...], like the iterates' products below
@@ -178,7 +179,7 @@ class FastMassSpringSolver(InertialSolver):
         delta_pinned = np.ascontiguousarray((self.incidence_pinned @ y_pinned).T).ravel()
         self.timings["rhs"] += time.perf_counter() - t0
         x = y if start_at_y else self.predict(positions, previous, 0.0, pin_targets)
-        xf = x[free]
+        xf = gather(x, free)
         n_springs = len(self.rest)
 
         def report(k):
@@ -193,7 +194,7 @@ class FastMassSpringSolver(InertialSolver):
         # contact forces so far (f, 3), in the right-hand side's units (mass times displacement),
         # from where the contact stage's last substep left them (see below)
         push = getattr(constrain, "push", None)
-        push = None if push is None else push[free]
+        push = None if push is None else gather(push, free)
         # below this, a contact correction is left to the next substep's iterations (squared, m^2)
         settled = (CONTACT_TOLERANCE * self.model.median_edge_length) ** 2
         last = iterations
@@ -222,7 +223,7 @@ class FastMassSpringSolver(InertialSolver):
                 full = y.copy()
                 full[free] = new
                 constrain(full)
-                moved = full[free] - new
+                moved = gather(full, free) - new
                 # The projection becomes a force on the contact particles alone (M times the
                 # correction, an Uzawa step on the contact constraints): only projecting the
                 # iterate would, through the global step's Laplacian, pull the contact's
@@ -234,7 +235,7 @@ class FastMassSpringSolver(InertialSolver):
                         self.extra_iterations += 1
                     moved *= self.mass_f[:, None]
                     push = moved if push is None else push + moved
-                new = full[free]
+                new = gather(full, free)
             older, xf = xf, new
             self.timings["local"] += t1 - t0
             self.timings["rhs"] += t2 - t1
