@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import bpy
+from mathutils import Vector
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -22,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 import cloth_addon  # noqa: E402
 from cloth_addon.blender.selection import select_only  # noqa: E402
 from cloth_addon.core.scenes import capsule, cloth_cube, sewn_panels  # noqa: E402
+from tools.bench_blender import move_linearly  # noqa: E402
 
 FRAMES = 60
 
@@ -145,16 +147,8 @@ def curtain_and_ball(solver: str):
     ball = collider(bpy.context.active_object, (0.25, 0.55, 0.3))
     ball.name = "MovingBall"
     bpy.ops.object.shade_smooth()
-    ball.keyframe_insert("location", frame=1)
-    ball.location.y += speed * (FRAMES - 1)
-    ball.keyframe_insert("location", frame=FRAMES)
-    anim = ball.animation_data
-    # Since Blender 4.4 f-curves live in the action's channelbag (Action.fcurves is gone in 5.0).
-    fcurves = (anim.action.layers[0].strips[0].channelbag(anim.action_slot).fcurves
-               if bpy.app.version >= (4, 4, 0) else anim.action.fcurves)
-    for curve in fcurves:
-        for point in curve.keyframe_points:
-            point.interpolation = "LINEAR"  # a constant 2 cm per frame
+    # a constant 2 cm per frame
+    move_linearly(ball, 1, FRAMES, ball.location + Vector((0.0, speed * (FRAMES - 1), 0.0)))
     bpy.context.scene.frame_set(1)
     # No air drag: the scene's wind field (for the other curtain) does not touch this one.
     cloth(curtain, (0.75, 0.3, 0.55), "COTTON", solver=solver, pin_group="Pins", bake_target="SHAPE_KEYS",

@@ -258,7 +258,13 @@ class ContactStage:
     def _self_contact(self) -> SelfContact:
         key = (self.sim.self_collision_distance, self.sim.settings.friction)
         if self._self is None or self._self[0] != key:
-            self._self = (key, SelfContact(self.sim.model, *key))
+            own = self.sim.part_self_collision
+            parts = None
+            if len(own) > 1 and not all(own):
+                # several cloth objects: each object's own layers collide only if its settings say
+                sizes = [part.stop - part.start for part in self.sim.parts]
+                parts = (np.repeat(np.arange(len(sizes)), sizes), np.array(own))
+            self._self = (key, SelfContact(self.sim.model, *key, parts=parts))
         return self._self[1]
 
     @property
@@ -290,7 +296,7 @@ class ContactStage:
             moved = (end - gather(x0, rows)) - surface
             slide = moved - np.einsum("ij,ij->i", moved, normal)[:, None] * normal
             push = np.maximum(0.0, np.einsum("ij,ij->i", end - gather(y, rows), normal))
-            length = np.linalg.norm(slide, axis=1)
+            length = np.sqrt(np.einsum("ij,ij->i", slide, slide))
             cut = np.minimum(1.0, mu * push / np.maximum(length, 1e-300))
             x1[rows] -= cut[:, None] * slide
         return held, normals, surfaces

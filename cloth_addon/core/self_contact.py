@@ -184,19 +184,53 @@ class SelfContact:
     distance: m, the gap kept between layers; friction: Coulomb coefficient between layers.
     """
 
-    def __init__(self, model, distance: float, friction: float):
+    def __init__(self, model, distance: float, friction: float, parts=None):
         if not distance > 0.0:
             raise ValueError(f"self-contact distance must be > 0, got {distance!r}")
         self.model = model
         self.distance = float(distance)
         self.friction = float(friction)
         self.edges, self.triangles, _ = model.contact_features
+        self._parts(parts)
         self._make_clusters(max(CLUSTER, -(-model.n_particles // MAX_CLUSTERS)))
         self._rest_exclusions()
         self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "pins_held": 0,
                       "clusters": self._c}
 
     # -- set-up ----------------------------------------------------------------------------
+    def _parts(self, parts):
+        """parts: None, or (label (n,) int: the cloth object of each vertex, own (k,) bool: whether
+        that object's own layers collide). Two features of one object whose `own` is False are no
+        pair (the objects still collide with each other): _blocks lists, per object, the vertices
+        and the triangles and edges its features are searched against."""
+        self._label = None
+        if parts is None:
+            return
+        label, own = np.asarray(parts[0], dtype=np.int64), np.asarray(parts[1], dtype=bool)
+        if (label.shape != (self.model.n_particles,) or own.ndim != 1
+                or (len(label) and (label.min() < 0 or label.max() >= len(own)))):
+            raise ValueError("SelfContact parts must be ((n,) object labels, (k,) bools)")
+        if np.all(own):
+            return
+        self._label, self._own = label, own
+        tri_part = label[self.triangles[:, 0]] if len(self.triangles) else np.zeros(0, np.int64)
+        edge_part = label[self.edges[:, 0]] if len(self.edges) else np.zeros(0, np.int64)
+        self._tri_part, self._edge_part = tri_part, edge_part
+        # per object k: (its vertices, the triangles they meet, its edges, the edges of objects after k)
+        self._blocks = [(np.flatnonzero(label == k),
+                         np.arange(len(tri_part)) if own[k] else np.flatnonzero(tri_part != k),
+                         np.flatnonzero(edge_part == k), np.flatnonzero(edge_part > k))
+                        for k in range(len(own))]
+
+    def _allowed(self, first, second, kind):
+        """(m,) bool: which pairs may be contacts (all without parts); kind "vf": vertices first and
+        triangles second, "ee": edges both."""
+        if self._label is None:
+            return np.ones(len(first), dtype=bool)
+        a = self._label[first] if kind == "vf" else self._edge_part[first]
+        b = self._tri_part[second] if kind == "vf" else self._edge_part[second]
+        return (a != b) | self._own[a]
+
     def _make_clusters(self, size):
         """Clusters of the rest shape, each with its own reference motion (its vertices'
         mass-weighted mean displacement, through the (c, n) averaging matrix _mean), and the
@@ -287,8 +321,17 @@ class SelfContact:
             tri_budget = _most(budget, tris)
             tri_reach = tri_budget + _most(row, self._tri_clusters) + 0.5 * d
             reach = budget + row[self._cluster] + 0.5 * d
-            if moved is None:
+            if moved is None and self._label is None:
                 vf_p, vf_t, spacing = geometry.sphere_pairs(x, reach, centre, radius + tri_reach, limit, True)
+            elif moved is None:
+                # object by object, so that an object whose own layers do not collide (a fast sewn
+                # garment, say) lists no pairs of its own
+                found = []
+                for rows, hit, _, _ in self._blocks:
+                    p, t, far = geometry.sphere_pairs(gather(x, rows), reach[rows], gather(centre, hit),
+                                                      radius[hit] + tri_reach[hit], limit, True)
+                    found.append((rows[p], hit[t], far))
+                vf_p, vf_t, spacing = (np.concatenate(column) for column in zip(*found, strict=True))
             else:
                 # moved vertices against every triangle, and every vertex against moved triangles
                 rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
@@ -300,6 +343,7 @@ class SelfContact:
                 vf_p, vf_t = key // len(tris), key % len(tris)
                 spacing = _length(gather(x, vf_p) - gather(centre, vf_t))
             keep = (tris[vf_t, 0] != vf_p) & (tris[vf_t, 1] != vf_p) & (tris[vf_t, 2] != vf_p)
+            keep &= self._allowed(vf_p, vf_t, "vf")
             vf_p, vf_t, spacing = vf_p[keep], vf_t[keep], spacing[keep]
             bound = budget[vf_p] + tri_budget[vf_t] + d
             if flat is not None:
@@ -319,8 +363,20 @@ class SelfContact:
             middle, half = _spheres(x, edges)
             edge_budget = _most(budget, edges)
             extent = half + edge_budget + _most(row, self._edge_clusters) + 0.5 * d
-            if moved is None:
+            if moved is None and self._label is None:
                 ea, eb, spacing = geometry.sphere_pairs_within(middle, extent, limit, True)
+            elif moved is None:
+                found = []
+                for k, (_, _, own_edges, later) in enumerate(self._blocks):
+                    if self._own[k]:
+                        i, j, far = geometry.sphere_pairs_within(gather(middle, own_edges), extent[own_edges],
+                                                                 limit, True)
+                        found.append((own_edges[i], own_edges[j], far))
+                    i, j, far = geometry.sphere_pairs(gather(middle, own_edges), extent[own_edges],
+                                                      gather(middle, later), extent[later], limit, True)
+                    found.append((own_edges[i], later[j], far))
+                ea, eb, spacing = (np.concatenate(column) for column in zip(*found, strict=True))
+                ea, eb = np.minimum(ea, eb), np.maximum(ea, eb)
             else:
                 rows = np.flatnonzero(moved[edges].any(axis=1))
                 ea, eb = geometry.sphere_pairs(gather(middle, rows), extent[rows], middle, extent, limit)
@@ -331,6 +387,7 @@ class SelfContact:
             a, b = edges[ea], edges[eb]
             keep = (ea < eb) & (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & \
                 (a[:, 1] != b[:, 1])
+            keep &= self._allowed(ea, eb, "ee")
             ea, eb, spacing = ea[keep], eb[keep], spacing[keep]
             bound = edge_budget[ea] + edge_budget[eb] + d
             if flat is not None:
@@ -496,6 +553,8 @@ class SelfContact:
     def separate(self, x, x0) -> None:
         """One proximity pass, in place on x (n, 3): pairs closer than the gap pushed apart to it,
         on the side they were on at x0, with friction on their relative sliding."""
+        if getattr(self, "_reference", None) is None:
+            return  # no candidates: the first search did not fit in memory, and the substep held
         d, w = self.distance, self.model.inv_mass
         index, vectors = [], []
         p, t, a, b = self._shortlist(x)
@@ -589,6 +648,8 @@ class SelfContact:
         the vertex, then the triangle's corners; edge-edge: both edges' ends). changed: optional
         (n,) bool, the only vertices whose paths changed since the last call: pairs without one
         are known not to touch."""
+        if getattr(self, "_reference", None) is None:
+            return np.zeros((0, 4), dtype=np.int64)  # as in separate
         tol = max(_TOUCH * self.distance, 1e-6)
         motion = x1 - x0
         groups = []
@@ -614,7 +675,7 @@ class SelfContact:
             may = _length(gather(x0, p) - gather(centre, t)) - radius[t] <= relative + tol
             p, tris = p[may], tris[may]
             toi = ccd.vertex_triangle_toi(gather(x0, p), gather(x1, p),
-                                          *(gather(x, tris[:, k]) for k in range(3) for x in (x0, x1)), tol)
+                                          *(gather(at, tris[:, k]) for k in range(3) for at in (x0, x1)), tol)
             hit = np.isfinite(toi)
             groups.append(np.concatenate([p[hit, None], tris[hit]], axis=1))
         (a, b), (ea, eb) = self.ee, self._ee_ends
@@ -631,8 +692,8 @@ class SelfContact:
                         + _longest(gather(motion, eb) - reference))
             may = _length(gather(middle, a) - gather(middle, b)) - half[a] - half[b] <= relative + tol
             ea, eb = ea[may], eb[may]
-            toi = ccd.edge_edge_toi(*(gather(x, e[:, k]) for e in (ea, eb) for k in (0, 1) for x in (x0, x1)),
-                                    tol)
+            ends = (gather(at, e[:, k]) for e in (ea, eb) for k in (0, 1) for at in (x0, x1))
+            toi = ccd.edge_edge_toi(*ends, tol)
             hit = np.isfinite(toi)
             groups.append(np.concatenate([ea[hit], eb[hit]], axis=1))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)

@@ -96,6 +96,8 @@ class Simulation:
                       else build_model(vertices, faces, settings, pinned=pinned, edges=edges, weights=weights,
                                        rest_shape=rest_shape))
         self.parts = [slice(0, self.model.n_particles)]
+        # per part: whether its own layers collide (from_parts; one part follows settings)
+        self.part_self_collision = [True]
         self._pressure = Pressure(self.model) if settings.use_pressure else None
         self.colliders = list(colliders)
         self.wind_fields = list(wind_fields)
@@ -114,7 +116,10 @@ class Simulation:
         each part's material (density, stiffness) comes from its own settings. settings: how the
         whole is stepped (solver, dt, substeps, iterations, gravity, wind, air, contact), the first
         part's when None; wind_fields blow on all parts. With settings.self_collision on, the parts keep
-        self_collision_distance apart and never pass through each other; off, they pass.
+        self_collision_distance apart and never pass through each other; off, they pass. A part's
+        own layers collide only if its own settings (the simulation's when None) have
+        self_collision on: two sheets that must not pass through each other need not each pay
+        for self-collision, and a garment sewn in a hurry does not list its own pairs.
         `sim.parts[k]` is the slice of part k's particles in `sim.positions`.
         """
         parts = list(parts)
@@ -129,6 +134,7 @@ class Simulation:
         model, starts = concatenate_models(models)
         sim = cls(None, None, settings, colliders=colliders, wind_fields=wind_fields, _model=model)
         sim.parts = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        sim.part_self_collision = [bool((p.settings or settings).self_collision) for p in parts]
         return sim
 
     @property

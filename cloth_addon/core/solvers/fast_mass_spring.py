@@ -38,8 +38,8 @@ DEFAULT_RHO = 0.95
 CHEBYSHEV_DELAY = 2
 # A contact that the last iteration's projection moved by more than this fraction of the median
 # edge length has not been seen by the springs yet (the next local step would see it): the
-# substep then runs one more iteration, at most CONTACT_EXTRA more. Only substeps where a
-# contact begins or is struck hard pay for it (a cloth landing on a table, a ball hitting a
+# substep then runs one more iteration, at most CONTACT_EXTRA more. Only substeps with a hard
+# contact correction pay for it (a sheet wrapping round the ball it landed on, a ball hitting a
 # curtain); a cloth at rest on a collider, or in free flight, runs exactly `iterations`.
 CONTACT_TOLERANCE = 0.03
 CONTACT_EXTRA = 1
@@ -229,7 +229,7 @@ class FastMassSpringSolver(InertialSolver):
                 # iterate would, through the global step's Laplacian, pull the contact's
                 # neighbours towards the collider, a pull that grows with the iteration count.
                 if np.any(moved):
-                    if (k == last < iterations + CONTACT_EXTRA
+                    if (k == last and last < iterations + CONTACT_EXTRA
                             and np.einsum("ij,ij->i", moved, moved).max() > settled):
                         last += 1
                         self.extra_iterations += 1
