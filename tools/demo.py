@@ -56,6 +56,10 @@ def cloth(obj, colour, preset, **settings):
     bpy.ops.object.shade_smooth()
     select_only(obj)
     bpy.ops.cloth_addon.apply_preset(preset=preset)
+    # The five cloths never meet: each is simulated alone, with its own settings (cloth objects
+    # that collide with each other are stepped together with the first one's substeps, wind,
+    # pressure and the rest).
+    obj.cloth_addon.use_cloth_collision = False
     for field, value in settings.items():
         setattr(obj.cloth_addon, field, value)
     result = bpy.ops.cloth_addon.make_cloth()
@@ -88,7 +92,11 @@ def build_scene(solver: str):
     cloth(curtain, (0.85, 0.75, 0.3), "SILK", solver=solver, pin_group="Pins", bake_target="PC2")
     # A Wind field's strength acts along its Z axis; turned to blow along +Y, through the curtain.
     bpy.ops.object.effector_add(type="WIND", location=(1.1, -1.5, 1.0), rotation=(-math.pi / 2, 0.0, 0.0))
-    bpy.context.active_object.field.strength = 2.5  # m/s, a light breeze
+    field = bpy.context.active_object.field
+    field.strength = 2.5  # m/s, a light breeze
+    # only as far as the curtain (a point field, by distance from it): the drape's air drag would
+    # take it too, and blow it off its ball
+    field.shape, field.use_max_distance, field.distance_max = "POINT", True, 2.0
 
     hit = curtain_and_ball(solver)
     garment, pillow = garment_and_pillow(solver)
