@@ -181,7 +181,9 @@ def _scatter(index, vectors, n):
 class SelfContact:
     """Self-contact of one ClothModel (and of several cloth objects simulated as one model).
 
-    distance: m, the gap kept between layers; friction: Coulomb coefficient between layers.
+    distance: m, the gap kept between layers; friction: Coulomb coefficient between layers;
+    parts: for several cloth objects, (label (n,) int, own (k,) bool): each vertex's object and
+    whether that object's own layers collide (None: every pair of features can be a contact).
     """
 
     def __init__(self, model, distance: float, friction: float, parts=None):
