@@ -14,12 +14,7 @@ Every collider has `project(positions, previous, movable, margin, friction)`:
 
 import numpy as np
 
-from .geometry import gather, push_features
-
-
-def _length(vectors):
-    """(k,) lengths of vectors (k, 3) (np.linalg.norm along a short axis is several times slower)."""
-    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+from .geometry import gather, push_features, vector_lengths
 
 
 def friction_coefficient(collider, friction) -> float:
@@ -36,7 +31,7 @@ def _apply_friction(positions, previous, hit, normal, depth, friction):
         return
     disp = positions[hit] - previous[hit]
     tangent = disp - np.einsum("ij,ij->i", disp, normal)[:, None] * normal
-    slide = _length(tangent)
+    slide = vector_lengths(tangent)
     cut = np.minimum(1.0, friction * depth / np.maximum(slide, 1e-300))
     positions[hit] -= tangent * cut[:, None]
 
@@ -103,7 +98,7 @@ class SphereCollider:
         center = np.asarray(self.center, dtype=np.float64)
         reach = self.radius + self.thickness + margin
         offset = positions - center
-        dist = _length(offset)
+        dist = vector_lengths(offset)
         hit = (dist < reach) & movable
         if np.any(hit):
             self._push_vertices(positions, previous, center, reach, offset, dist, hit, friction)
@@ -139,7 +134,7 @@ class SphereCollider:
         s = np.clip(np.einsum("ij,ij->i", center - a, ab) / np.maximum(length2, 1e-300), 0.0, 1.0)
         point = a + s[:, None] * ab
         offset = point - center
-        dist = _length(offset)
+        dist = vector_lengths(offset)
         hit = (dist < reach) & (s > 0.0) & (s < 1.0) & (dist > 1e-12)
         if np.any(hit):
             sh = s[hit]
@@ -151,7 +146,7 @@ class SphereCollider:
         (k, 3) from pose `start` (a previous `center`) to now, or None)."""
         center = np.asarray(self.center, dtype=np.float64)
         offset = positions - center
-        dist = _length(offset)
+        dist = vector_lengths(offset)
         rows = np.flatnonzero((dist <= self.radius + self.thickness + margin) & movable & (dist > 1e-12))
         moved = None if start is None else np.broadcast_to(center - start, (len(rows), 3))
         return rows, offset[rows] / dist[rows, None], moved

@@ -44,7 +44,7 @@ friction otherwise, and a moving collider carries the cloth along.
 import numpy as np
 
 from .colliders import PlaneCollider, SphereCollider
-from .geometry import gather
+from .geometry import gather, vector_lengths
 from .mesh_collider import MeshCollider
 from .self_contact import PASSES, SelfContact
 
@@ -296,7 +296,7 @@ class ContactStage:
             moved = (end - gather(x0, rows)) - surface
             slide = moved - np.einsum("ij,ij->i", moved, normal)[:, None] * normal
             push = np.maximum(0.0, np.einsum("ij,ij->i", end - gather(y, rows), normal))
-            length = np.sqrt(np.einsum("ij,ij->i", slide, slide))
+            length = vector_lengths(slide)
             cut = np.minimum(1.0, mu * push / np.maximum(length, 1e-300))
             x1[rows] -= cut[:, None] * slide
         return held, normals, surfaces

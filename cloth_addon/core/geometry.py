@@ -16,6 +16,11 @@ def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
 
 
+def vector_lengths(vectors):
+    """(k,) lengths of vectors (k, 3) (np.linalg.norm along a short axis is several times slower)."""
+    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+
+
 def gather(array, index):
     """array[index] for an integer index array of any shape, along the first axis: the rows of an
     (n, 3) array gathered by np.take, which does it several times faster than fancy indexing

@@ -53,7 +53,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from . import ccd, geometry
-from .geometry import gather
+from .geometry import gather, vector_lengths
 
 # Proximity passes per substep (each followed by the colliders).
 PASSES = 3
@@ -133,11 +133,6 @@ def _largest(values, columns):
     for row in columns[1:]:
         np.maximum(out, values[row], out=out)
     return out
-
-
-def _length(vectors):
-    """(k,) lengths of vectors (k, 3) (np.linalg.norm along a short axis is several times slower)."""
-    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
 
 
 def _longest(vectors):
@@ -343,7 +338,7 @@ class SelfContact:
                                                limit)
                 key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
                 vf_p, vf_t = key // len(tris), key % len(tris)
-                spacing = _length(gather(x, vf_p) - gather(centre, vf_t))
+                spacing = vector_lengths(gather(x, vf_p) - gather(centre, vf_t))
             keep = (tris[vf_t, 0] != vf_p) & (tris[vf_t, 1] != vf_p) & (tris[vf_t, 2] != vf_p)
             keep &= self._allowed(vf_p, vf_t, "vf")
             vf_p, vf_t, spacing = vf_p[keep], vf_t[keep], spacing[keep]
@@ -355,7 +350,7 @@ class SelfContact:
             vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
             corners = tris[vf_t]
             q, _, _ = geometry.closest_points(gather(x, vf_p), *(gather(x, corners[:, k]) for k in range(3)))
-            vf_gap = _length(gather(x, vf_p) - q)
+            vf_gap = vector_lengths(gather(x, vf_p) - q)
             # in the order of the features' numbers, not of the trees' traversal: the Jacobi sums
             # of the responses then do not depend on how the trees were cut
             keep = np.flatnonzero(vf_gap <= bound)
@@ -385,7 +380,7 @@ class SelfContact:
                 # a pair of two moved edges is found from both ends
                 key = np.unique(np.minimum(rows[ea], eb) * len(edges) + np.maximum(rows[ea], eb))
                 ea, eb = key // len(edges), key % len(edges)
-                spacing = _length(gather(middle, ea) - gather(middle, eb))
+                spacing = vector_lengths(gather(middle, ea) - gather(middle, eb))
             a, b = edges[ea], edges[eb]
             keep = (ea < eb) & (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & \
                 (a[:, 1] != b[:, 1])
@@ -396,7 +391,7 @@ class SelfContact:
                 bound += self._ee_most(flat, ea, eb)
             keep = spacing - half[ea] - half[eb] <= bound
             ea, eb, bound = ea[keep], eb[keep], bound[keep]
-            ee_gap = _length(self._edge_gaps(x, ea, eb)[0])
+            ee_gap = vector_lengths(self._edge_gaps(x, ea, eb)[0])
             keep = np.flatnonzero(ee_gap <= bound)
             keep = keep[np.argsort(ea[keep] * len(edges) + eb[keep], kind="stable")]
             ea, eb, ee_gap = ea[keep], eb[keep], ee_gap[keep]
@@ -564,7 +559,7 @@ class SelfContact:
             tris = self.triangles[t]
             q, bary, _ = geometry.closest_points(gather(x, p), *(gather(x, tris[:, k]) for k in range(3)))
             gap = gather(x, p) - q
-            dist = _length(gap)
+            dist = vector_lengths(gap)
             near = dist < d
             if np.any(near):
                 p, tris, q, bary, gap, dist = p[near], tris[near], q[near], bary[near], gap[near], dist[near]
@@ -579,7 +574,7 @@ class SelfContact:
                            d - np.einsum("ij,ij->i", gap, normal), w)
         if len(a):
             gap, s, t = self._edge_gaps(x, a, b)
-            dist = _length(gap)
+            dist = vector_lengths(gap)
             near = dist < d
             if np.any(near):
                 a, b, gap, s, t, dist = a[near], b[near], gap[near], s[near], t[near], dist[near]
@@ -617,7 +612,7 @@ class SelfContact:
         tiny = dist <= 1e-12
         if np.any(tiny):
             f = fallback[tiny]
-            unit[tiny] = f / np.maximum(_length(f), 1e-300)[:, None]
+            unit[tiny] = f / np.maximum(vector_lengths(f), 1e-300)[:, None]
         return unit
 
     def _push(self, index, vectors, x, x0, who, weights, normal, depth, w):
@@ -637,7 +632,7 @@ class SelfContact:
             # relative slide of the two sides over the substep, tangential part
             slide = np.einsum("ij,ijk->ik", weights, gather(x, who) - gather(x0, who))
             slide -= np.einsum("ij,ij->i", slide, normal)[:, None] * normal
-            length = _length(slide)
+            length = vector_lengths(slide)
             cut = np.minimum(1.0, self.friction * np.abs(depth) / np.maximum(length, 1e-300))
             mu = (cut / denom)[:, None] * slide  # the impulse that stops that share of the slide
             step -= (weights * inv)[:, :, None] * mu[:, None, :]
@@ -674,7 +669,7 @@ class SelfContact:
             # relative to each other (a falling sheet's own pairs move together: none).
             centre, radius = _spheres(x0, self.triangles)
             relative = _longest(gather(motion, tris) - gather(motion, p)[:, None, :])
-            may = _length(gather(x0, p) - gather(centre, t)) - radius[t] <= relative + tol
+            may = vector_lengths(gather(x0, p) - gather(centre, t)) - radius[t] <= relative + tol
             p, tris = p[may], tris[may]
             toi = ccd.vertex_triangle_toi(gather(x0, p), gather(x1, p),
                                           *(gather(at, tris[:, k]) for k in range(3) for at in (x0, x1)), tol)
@@ -692,7 +687,7 @@ class SelfContact:
             reference = gather(motion, ea[:, :1])
             relative = (_longest(gather(motion, ea) - reference)
                         + _longest(gather(motion, eb) - reference))
-            may = _length(gather(middle, a) - gather(middle, b)) - half[a] - half[b] <= relative + tol
+            may = vector_lengths(gather(middle, a) - gather(middle, b)) - half[a] - half[b] <= relative + tol
             ea, eb = ea[may], eb[may]
             ends = (gather(at, e[:, k]) for e in (ea, eb) for k in (0, 1) for at in (x0, x1))
             toi = ccd.edge_edge_toi(*ends, tol)
