@@ -309,8 +309,9 @@ class SelfContact:
         tris, edges, d = self.triangles, self.edges, self.distance
         limit = max(PAIR_LIMIT * len(x), PAIR_FLOOR)
         flat = None if allowance is None else allowance.ravel()
-        # a feature's reach covers its share of any allowance of its clusters
-        row = np.zeros(self._c) if allowance is None else allowance.max(axis=1)
+        # a feature's reach covers its share of any allowance of its clusters: half of the largest
+        # (the allowances are symmetric, so the halves of two clusters add up to theirs)
+        row = np.zeros(self._c) if allowance is None else 0.5 * allowance.max(axis=1)
         vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
         vf_gap = ee_gap = np.zeros(0)
         if len(tris):

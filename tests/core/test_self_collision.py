@@ -152,8 +152,9 @@ def test_curtain_hit_by_a_moving_ball_keeps_out_of_it_in_every_frame(solver):
     assert np.array_equal(again[-1], runs[11]), "deterministic"
 
 
-def _close_pairs(x, edges, triangles, d):
-    """Brute force: every vertex-triangle and edge-edge pair sharing no vertex closer than d at x."""
+def _all_gaps(x, edges, triangles):
+    """Brute force: (p, t, gap) of every vertex-triangle pair and (a, b, gap) of every edge-edge
+    pair a < b sharing no vertex at x, gap the exact distance, m."""
     from cloth_addon.core.geometry import closest_points, segment_closest
 
     p, t = np.meshgrid(np.arange(len(x)), np.arange(len(triangles)), indexing="ij")
@@ -161,8 +162,6 @@ def _close_pairs(x, edges, triangles, d):
     keep = np.all(triangles[t] != p[:, None], axis=1)
     p, t = p[keep], t[keep]
     q, _, _ = closest_points(x[p], *(x[triangles[t, k]] for k in range(3)))
-    near = np.linalg.norm(x[p] - q, axis=1) < d
-    vf = set(zip(p[near].tolist(), t[near].tolist(), strict=True))
     a, b = np.triu_indices(len(edges), 1)
     ea, eb = edges[a], edges[b]
     keep = (ea[:, :, None] != eb[:, None, :]).all(axis=(1, 2))
@@ -170,8 +169,14 @@ def _close_pairs(x, edges, triangles, d):
     s, r = segment_closest(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
     on_a = x[ea[:, 0]] + s[:, None] * (x[ea[:, 1]] - x[ea[:, 0]])
     gap = on_a - (x[eb[:, 0]] + r[:, None] * (x[eb[:, 1]] - x[eb[:, 0]]))
-    near = np.linalg.norm(gap, axis=1) < d
-    return vf, set(zip(a[near].tolist(), b[near].tolist(), strict=True))
+    return (p, t, np.linalg.norm(x[p] - q, axis=1)), (a, b, np.linalg.norm(gap, axis=1))
+
+
+def _close_pairs(x, edges, triangles, d):
+    """Brute force: every vertex-triangle and edge-edge pair sharing no vertex closer than d at x."""
+    (p, t, vf_gap), (a, b, ee_gap) = _all_gaps(x, edges, triangles)
+    return (set(zip(p[vf_gap < d].tolist(), t[vf_gap < d].tolist(), strict=True)),
+            set(zip(a[ee_gap < d].tolist(), b[ee_gap < d].tolist(), strict=True)))
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -201,6 +206,43 @@ def test_candidates_kept_over_substeps_cover_every_close_pair(monkeypatch, seed)
         assert ee <= set(zip(*(v.tolist() for v in contact.ee), strict=True))
         x0 = x1
     assert contact.stats["grown"] > 3  # growth was exercised, not only fresh builds
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatch, seed):
+    """The k-d tree search behind the candidates, against brute force: with random vertex budgets
+    and random (symmetric) drift allowances between clusters, it lists exactly the pairs whose
+    gap is within d plus their features' largest budgets plus the largest allowance of the cluster
+    pairs they span, however the search spreads the allowances over the two sides."""
+    from cloth_addon.core import self_contact
+
+    monkeypatch.setattr(self_contact, "CLUSTER", 8)
+    d = 0.02
+    flat, faces, vertices, _ = _folded_sheet(1.5 * d)
+    contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
+    rng = np.random.default_rng(seed)
+    x = vertices + rng.normal(0.0, 0.2 * d, vertices.shape)
+    budget = rng.uniform(0.0, 1.0, len(x)) * d
+    c = contact.stats["clusters"]
+    allowance = np.triu(rng.uniform(0.0, 4.0, (c, c)) * d * (rng.random((c, c)) < 0.5), 1)
+    allowance += allowance.T
+    p, t, vf_gap, a, b, ee_gap = contact._near(x, budget, allowance)
+    features = contact.model.contact_features
+    tris, edges, cluster = features.triangles, features.edges, contact._cluster
+    (bp, bt, bvf), (ba, bb, bee) = _all_gaps(x, edges, tris)
+    vf_bound = d + budget[bp] + budget[tris[bt]].max(axis=1) + \
+        allowance[cluster[bp][:, None], cluster[tris[bt]]].max(axis=1)
+    spans = allowance[cluster[edges[ba]][:, :, None], cluster[edges[bb]][:, None, :]]
+    ee_bound = d + budget[edges[ba]].max(axis=1) + budget[edges[bb]].max(axis=1) + \
+        spans.reshape(len(ba), -1).max(axis=1)
+    near = bvf <= vf_bound
+    assert set(zip(p.tolist(), t.tolist(), strict=True)) == set(zip(bp[near].tolist(), bt[near].tolist(),
+                                                                    strict=True))
+    near = bee <= ee_bound
+    assert set(zip(a.tolist(), b.tolist(), strict=True)) == set(zip(ba[near].tolist(), bb[near].tolist(),
+                                                                    strict=True))
+    assert np.allclose(np.sort(vf_gap), np.sort(bvf[bvf <= vf_bound]))
+    assert len(p) > 100 and len(a) > 100
 
 
 def _folded_sheet(gap):
