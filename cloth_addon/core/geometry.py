@@ -203,6 +203,25 @@ class TooManyPairs(RuntimeError):
     """sphere_pairs would list more pairs than its limit."""
 
 
+# The pair limit guards memory, so an estimate serves: of a group of more spheres than this, an
+# evenly spread sample is counted and the count scaled up (an exact count costs about as much as
+# listing the pairs, and is made before every large search).
+COUNT_SAMPLE = 4096
+
+
+def _count(tree, other, radius) -> float:
+    """About how many pairs of a point of cKDTree `tree` and one of cKDTree `other` lie within
+    radius of each other (a tree with itself: every pair both ways, and each point with itself)."""
+    from scipy.spatial import cKDTree
+
+    points = tree.data
+    if len(points) <= COUNT_SAMPLE:
+        return float(tree.count_neighbors(other, radius))
+    step = -(-len(points) // COUNT_SAMPLE)
+    sample = points[::step]
+    return float(cKDTree(sample).count_neighbors(other, radius)) * len(points) / len(sample)
+
+
 def _radius_groups(points, radius):
     """[(rows, k-d tree of points[rows], largest radius among them)]: the points grouped by
     radius in powers of two below the largest (at most seven groups)."""
@@ -223,7 +242,8 @@ def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, dista
     """(point rows (k,), centre rows (k,)) int64: the pairs whose spheres overlap,
     |points_i - centres_j| <= point_radius_i + centre_radius_j. points (p, 3), centres (c, 3),
     radii (p,) and (c,) m, >= 0. limit: raise TooManyPairs instead of listing more candidate
-    pairs than this (counted before any list is made, unless p c is within it); None: no limit.
+    pairs than this (counted before any list is made, unless p c is within it; for more than
+    COUNT_SAMPLE spheres, estimated from a sample of them); None: no limit.
     distance: also return |points_i - centres_j| (k,) m.
 
     Both sides are grouped by radius in powers of two and every two groups are searched with
@@ -236,9 +256,9 @@ def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, dista
                 for p_rows, p_tree, p_top in _radius_groups(points, point_radius)
                 for c_rows, c_tree, c_top in _radius_groups(centres, centre_radius)]
     if limit is not None and len(points) * len(centres) > limit:
-        count = sum(int(p_tree.count_neighbors(c_tree, r)) for _, p_tree, _, c_tree, r in searches)
+        count = sum(_count(p_tree, c_tree, r) for _, p_tree, _, c_tree, r in searches)
         if count > limit:
-            raise TooManyPairs(f"{count} sphere pairs, more than {limit}")
+            raise TooManyPairs(f"about {count:.0f} sphere pairs, more than {limit}")
     rows, cols, lengths = [], [], []
     for p_rows, p_tree, c_rows, c_tree, r in searches:
         found = p_tree.sparse_distance_matrix(c_tree, r, output_type="ndarray")
@@ -265,11 +285,10 @@ def sphere_pairs_within(centres, radius, limit=None, distance=False):
         count = 0
         for g, (_, tree, top) in enumerate(groups):
             # a group with itself counts every pair both ways and every sphere with itself
-            count += (int(tree.count_neighbors(tree, 2.0 * top)) - tree.n) // 2
-            count += sum(int(tree.count_neighbors(other, top + other_top))
-                         for _, other, other_top in groups[g + 1:])
+            count += (_count(tree, tree, 2.0 * top) - tree.n) / 2
+            count += sum(_count(tree, other, top + other_top) for _, other, other_top in groups[g + 1:])
         if count > limit:
-            raise TooManyPairs(f"{count} sphere pairs, more than {limit}")
+            raise TooManyPairs(f"about {count:.0f} sphere pairs, more than {limit}")
     rows, cols, lengths = [], [], []
     for g, (g_rows, tree, top) in enumerate(groups):
         pairs = tree.query_pairs(2.0 * top, output_type="ndarray")

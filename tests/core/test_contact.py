@@ -522,3 +522,24 @@ def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch)
     # the rest of the substep has no candidates at all (this was the first search): it must not fail
     contact.separate(x1, vertices)
     assert contact.untangle(vertices, x1) == 0 and np.array_equal(x1, vertices)
+
+
+def test_the_pair_limit_holds_on_an_estimated_count():
+    """Before a large search the pairs are counted on a sample (geometry.COUNT_SAMPLE spheres of
+    a group): of 40,000 equal spheres, a limit 10% above their true number of overlapping pairs
+    lets the search list them all, one 10% below it is refused; both ways of searching."""
+    from cloth_addon.core import geometry
+
+    rng = np.random.default_rng(3)
+    points = rng.uniform(0.0, 1.0, (40_000, 3))
+    radius = np.full(len(points), 0.01)
+    a, b = np.split(np.arange(len(points)), 2)
+    searches = (lambda limit: geometry.sphere_pairs_within(points, radius, limit),
+                lambda limit: geometry.sphere_pairs(points[a], radius[a], points[b], radius[b], limit))
+    assert len(points) > 4 * geometry.COUNT_SAMPLE
+    for search in searches:
+        count = len(search(None)[0])
+        assert count > 5_000
+        assert len(search(int(1.1 * count))[0]) == count
+        with pytest.raises(geometry.TooManyPairs):
+            search(int(0.9 * count))
