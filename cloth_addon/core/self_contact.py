@@ -40,7 +40,10 @@ Per substep, with x0 the (crossing-free) start and x1 the solver's end:
    pair that touches during the substep on the straight paths x0 -> x1. The vertices of
    touching pairs form impact zones (Provot 1997; Bridson et al. 2002) that move rigidly with
    their mass-weighted mean displacement (translation only), so nothing inside a zone can cross;
-   zones that still touch others merge, up to ZONE_ROUNDS times; whatever still touches then
+   zones that still touch others merge, up to ZONE_ROUNDS times (after a move, only pairs with a
+   vertex that moved or touched can touch, and those are found by a k-d tree search over the
+   bounding spheres of their paths, not among the candidates, which the move may have left
+   behind: no rebuild inside the rounds); whatever still touches then
    stays where it started the substep, pinned vertices last: a pin that would still drive its
    features through the cloth waits at its start for that substep and is aimed at its target
    again by the next. A substep that starts without crossings ends without them, whatever the
@@ -171,6 +174,22 @@ def _scatter(index, vectors, n):
     for axis in range(3):
         out[:, axis] = np.bincount(index, vectors[:, axis], n)
     return out / np.maximum(count, 1.0)[:, None]
+
+
+def _vf_touching(x0, x1, p, corners, tol):
+    """(k, 4) [vertex, corners] of the vertex-triangle pairs (p (m,), corners (m, 3)) that touch
+    (within tol, m) on the straight paths x0 -> x1 (n, 3)."""
+    toi = ccd.vertex_triangle_toi(gather(x0, p), gather(x1, p),
+                                  *(gather(at, corners[:, k]) for k in range(3) for at in (x0, x1)), tol)
+    hit = np.isfinite(toi)
+    return np.concatenate([p[hit, None], corners[hit]], axis=1)
+
+
+def _ee_touching(x0, x1, ea, eb, tol):
+    """(k, 4) [ends of a, ends of b] of the edge-edge pairs (ea, eb: (m, 2) ends) that touch."""
+    toi = ccd.edge_edge_toi(*(gather(at, e[:, k]) for e in (ea, eb) for k in (0, 1) for at in (x0, x1)), tol)
+    hit = np.isfinite(toi)
+    return np.concatenate([ea[hit], eb[hit]], axis=1)
 
 
 class SelfContact:
@@ -641,11 +660,9 @@ class SelfContact:
         vectors.append(step.reshape(-1, 3))
 
     # -- the guarantee ---------------------------------------------------------------------------
-    def _touching(self, x0, x1, changed=None):
+    def _touching(self, x0, x1):
         """(k, 4) vertices of the candidate pairs that touch during x0 -> x1 (vertex-triangle:
-        the vertex, then the triangle's corners; edge-edge: both edges' ends). changed: optional
-        (n,) bool, the only vertices whose paths changed since the last call: pairs without one
-        are known not to touch."""
+        the vertex, then the triangle's corners; edge-edge: both edges' ends)."""
         if getattr(self, "_reference", None) is None:
             return np.zeros((0, 4), dtype=np.int64)  # as in separate
         tol = max(_TOUCH * self.distance, 1e-6)
@@ -662,8 +679,6 @@ class SelfContact:
         edge = edge + _most(step, self.edges)
         (p, t), tris = self.vf, self._vf_tris
         keep = self._vf_gap <= vertex[p] + triangle[t] + _largest(drift, self._vf_clusters) + tol
-        if changed is not None:
-            keep &= changed[p] | _most(changed, tris)
         p, t, tris = p[keep], t[keep], tris[keep]
         if len(p):
             # A pair can only touch if its start spheres are closer than the features move
@@ -671,15 +686,9 @@ class SelfContact:
             centre, radius = _spheres(x0, self.triangles)
             relative = _longest(gather(motion, tris) - gather(motion, p)[:, None, :])
             may = vector_lengths(gather(x0, p) - gather(centre, t)) - radius[t] <= relative + tol
-            p, tris = p[may], tris[may]
-            toi = ccd.vertex_triangle_toi(gather(x0, p), gather(x1, p),
-                                          *(gather(at, tris[:, k]) for k in range(3) for at in (x0, x1)), tol)
-            hit = np.isfinite(toi)
-            groups.append(np.concatenate([p[hit, None], tris[hit]], axis=1))
+            groups.append(_vf_touching(x0, x1, p[may], tris[may], tol))
         (a, b), (ea, eb) = self.ee, self._ee_ends
         keep = self._ee_gap <= edge[a] + edge[b] + _largest(drift, self._ee_clusters) + tol
-        if changed is not None:
-            keep &= _most(changed, ea) | _most(changed, eb)
         a, b, ea, eb = a[keep], b[keep], ea[keep], eb[keep]
         if len(a):
             middle, half = _spheres(x0, self.edges)
@@ -689,11 +698,44 @@ class SelfContact:
             relative = (_longest(gather(motion, ea) - reference)
                         + _longest(gather(motion, eb) - reference))
             may = vector_lengths(gather(middle, a) - gather(middle, b)) - half[a] - half[b] <= relative + tol
-            ea, eb = ea[may], eb[may]
-            ends = (gather(at, e[:, k]) for e in (ea, eb) for k in (0, 1) for at in (x0, x1))
-            toi = ccd.edge_edge_toi(*ends, tol)
-            hit = np.isfinite(toi)
-            groups.append(np.concatenate([ea[hit], eb[hit]], axis=1))
+            groups.append(_ee_touching(x0, x1, ea[may], eb[may], tol))
+        return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
+
+    def _swept_touching(self, x0, x1, changed):
+        """(k, 4) vertices of the pairs with a vertex of `changed` (n,) bool that touch during
+        x0 -> x1 (as _touching), found by a search of their own over the paths' bounding spheres
+        rather than among the candidates: after an impact zone moved, the candidates may no
+        longer hold for its vertices, and a search limited to them costs a fraction of building
+        the set afresh. Pairs without a changed vertex are left out."""
+        tol = max(_TOUCH * self.distance, 1e-6)
+        limit = max(PAIR_LIMIT * len(x0), PAIR_FLOOR)
+        tris, edges = self.triangles, self.edges
+        # a vertex's path lies in the sphere about its midpoint; a feature's, in the bounding
+        # sphere of its corners at both ends (its positions in between are their convex mixes)
+        middle = 0.5 * (x0 + x1)
+        half = 0.5 * vector_lengths(x1 - x0) + tol
+        both = np.concatenate([x0, x1], axis=1).reshape(-1, 3)  # row 2 i: x0[i], row 2 i + 1: x1[i]
+        groups = []
+        if len(tris):
+            centre, radius = _spheres(both, (2 * tris[:, :, None] + np.arange(2)).reshape(len(tris), -1))
+            rows, hit = np.flatnonzero(changed), np.flatnonzero(changed[tris].any(axis=1))
+            p1, t1 = geometry.sphere_pairs(gather(middle, rows), half[rows], centre, radius, limit)
+            p2, t2 = geometry.sphere_pairs(middle, half, gather(centre, hit), radius[hit], limit)
+            key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
+            p, t = key // len(tris), key % len(tris)
+            corners = tris[t]
+            keep = np.all(corners != p[:, None], axis=1) & self._allowed(p, t, "vf")
+            groups.append(_vf_touching(x0, x1, p[keep], corners[keep], tol))
+        if len(edges):
+            centre, radius = _spheres(both, (2 * edges[:, :, None] + np.arange(2)).reshape(len(edges), -1))
+            rows = np.flatnonzero(changed[edges].any(axis=1))
+            i, j = geometry.sphere_pairs(gather(centre, rows), radius[rows] + tol, centre, radius, limit)
+            i = rows[i]
+            key = np.unique(np.minimum(i, j) * len(edges) + np.maximum(i, j))
+            a, b = key // len(edges), key % len(edges)
+            ea, eb = edges[a], edges[b]
+            keep = (a < b) & np.all(ea[:, :, None] != eb[:, None, :], axis=(1, 2)) & self._allowed(a, b, "ee")
+            groups.append(_ee_touching(x0, x1, ea[keep], eb[keep], tol))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
 
     def untangle(self, x0, x1, held=None) -> int:
@@ -714,9 +756,12 @@ class SelfContact:
         held = np.zeros(n, dtype=bool) if held is None else held & ~pinned
         zone_of = None
         in_zone = np.zeros(n, dtype=bool)
+        # The candidates hold for x1 as it comes in (prepare); once zones have moved, only pairs
+        # with a vertex that moved, or that touched last time, can touch, and those are searched
+        # for directly (their vertices may have left the candidates' reach).
         changed = None
         for rounds in range(1, ZONE_ROUNDS + 1):
-            touching = self._touching(x0, x1, changed)
+            touching = self._touching(x0, x1) if changed is None else self._swept_touching(x0, x1, changed)
             if len(touching) == 0:
                 self.stats["rounds"] = rounds - 1
                 return int(in_zone.sum())
@@ -737,20 +782,17 @@ class SelfContact:
             before = x1.copy()
             self._move_zones(x0, x1, in_zone, label, pinned, held)
             changed = np.any(x1 != before, axis=1)
-            if not changed.any():
-                break  # the zones cannot move any other way (their anchors disagree): fall back
+            moved = changed.any()
             # a touching pair none of whose vertices moved still touches: test it again too
             changed[touching.ravel()] = True
-            if self.cover(x0, x1):  # a zone moved out of the candidates' reach
-                changed = None
+            if not moved:
+                break  # the zones cannot move any other way (their anchors disagree): fall back
             self.stats["zones"] = int(len(np.unique(label[in_zone])))
         # fall-back: every vertex still touching, and its zone, stays at the start
         stuck = np.zeros(n, dtype=bool)
         waiting = np.zeros(n, dtype=bool)
-        changed = None
         for _ in range(2 * n):
-            # only pairs with a vertex that moved, or that touched last time, can touch now
-            touching = self._touching(x0, x1, changed)
+            touching = self._swept_touching(x0, x1, changed)
             if len(touching) == 0:
                 break
             before = stuck | waiting
@@ -771,8 +813,6 @@ class SelfContact:
             if not changed.any():
                 break  # x1 is x0 wherever a touching pair has a vertex: x0 is crossing-free
             changed[touching.ravel()] = True
-            if self.cover(x0, x1):
-                changed = None
         self.stats["frozen"] = int(stuck.sum())
         self.stats["pins_held"] = int(waiting.sum())
         self.stats["rounds"] = ZONE_ROUNDS

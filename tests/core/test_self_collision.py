@@ -245,6 +245,41 @@ def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatc
     assert len(p) > 100 and len(a) > 100
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_the_search_after_a_zone_moved_finds_every_touching_pair_of_its_vertices(seed):
+    """After impact zones move, untangle looks for touching pairs among the moved vertices by a
+    search of its own: against brute-force continuous tests of every pair, it finds exactly
+    those with a moved vertex that touch (the upper layer of a folded sheet falling through the
+    lower one, a random half of the vertices moved)."""
+    from cloth_addon.core.ccd import edge_edge_toi, vertex_triangle_toi
+
+    d = 0.02
+    flat, faces, x0, upper = _folded_sheet(1.5 * d)
+    contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
+    rng = np.random.default_rng(seed)
+    x1 = x0 + rng.normal(0.0, 0.3 * d, x0.shape)
+    x1[upper, 2] -= 3.0 * d
+    changed = rng.random(len(x0)) < 0.5
+    found = {tuple(row) for row in contact._swept_touching(x0, x1, changed).tolist()}
+    features = contact.model.contact_features
+    tris, edges = features.triangles, features.edges
+    tol = max(1e-3 * d, 1e-6)
+    (p, t, _), (a, b, _) = _all_gaps(x0, edges, tris)
+    corners = tris[t]
+    keep = changed[p] | changed[corners].any(axis=1)
+    p, corners = p[keep], corners[keep]
+    ends = (at[corners[:, k]] for k in range(3) for at in (x0, x1))
+    hit = np.isfinite(vertex_triangle_toi(x0[p], x1[p], *ends, tol))
+    expected = {(int(i), *map(int, c)) for i, c in zip(p[hit], corners[hit], strict=True)}
+    ea, eb = edges[a], edges[b]
+    keep = changed[ea].any(axis=1) | changed[eb].any(axis=1)
+    ea, eb = ea[keep], eb[keep]
+    hit = np.isfinite(edge_edge_toi(*(at[e[:, k]] for e in (ea, eb) for k in (0, 1) for at in (x0, x1)), tol))
+    expected |= {tuple(map(int, row)) for row in np.concatenate([ea[hit], eb[hit]], axis=1)}
+    assert len(expected) > 50
+    assert found == expected
+
+
 def _folded_sheet(gap):
     """A flat 16 x 8 sheet (0.6 x 0.3 m) and that sheet folded in two across its length: the
     lower layer at z = 0, the upper `gap` m above it, joined by a vertical band at x = 0.3 m.
