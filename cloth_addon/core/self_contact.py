@@ -5,7 +5,9 @@ Per substep, with x0 the (crossing-free) start and x1 the solver's end:
 1. Candidates (kept over substeps while they hold). Vertex-triangle and edge-edge pairs that
    can come within the gap d. The rest shape is cut into clusters of at most CLUSTER vertices
    (halved at the median of their longest extent, part by part); each cluster's reference motion
-   is its vertices' mass-weighted mean displacement since the reference positions x_ref, and a
+   is its vertices' mass-weighted mean displacement since the reference positions x_ref (the
+   end of the substep that built the set: its budgets then reach back to that substep's start
+   and forward over the next ones alike), and a
    vertex's deviation is its displacement apart from its own cluster's. For two features a, b
    (a point of each carried by the same barycentric weights) the gap at x is at least
 
@@ -443,18 +445,21 @@ class SelfContact:
         """Find candidate pairs afresh from the start x0 and the current end x1 of a substep,
         (n, 3) m.
 
-        x0 becomes the reference. Each vertex's budget is GROW times its deviation from its
+        x1 becomes the reference. Each vertex's budget is GROW times its deviation from its
         cluster's mean motion x0 -> x1, plus SLACK d, and each two clusters' drift allowance
-        DRIFT_GROW times how far their mean motions differ, plus DRIFT_SLACK d; pairs closer at x0 than d
+        DRIFT_GROW times how far their mean motions differ, plus DRIFT_SLACK d; pairs closer at x1 than d
         plus their vertices' largest budgets and their clusters' allowance are candidates, with
-        their exact gaps at x0 (later positions only need the features' deviations and their
+        their exact gaps at x1 (later positions only need the features' deviations and their
         clusters' drift since, _spread, to bound a gap from below). They hold for any positions
         at which no vertex deviates by more than its budget and no two clusters drift apart by
         more than their limit (`cover` checks, and grows the budgets that a vertex outruns)."""
         d = self.distance
+        # The end is the reference: the budgets then cover the substep's motion backwards to x0
+        # and GROW - 1 times it forwards, a substep more than from x0 at a steady speed.
+        reference = x1
         # the bounding spheres of the clusters' reaches, at the reference
-        centre = self._mean @ x0
-        offset = gather(x0, self._reach_vertex) - gather(centre, self._reach_cluster)
+        centre = self._mean @ reference
+        offset = gather(reference, self._reach_vertex) - gather(centre, self._reach_cluster)
         radius = np.maximum.reduceat(np.sqrt(np.einsum("ij,ij->i", offset, offset)), self._reach_start)
         apart = _pairwise(centre) - radius[:, None] - radius[None, :]
         mean, deviation = self._split(x1 - x0)
@@ -462,15 +467,15 @@ class SelfContact:
         try:
             budget = GROW * deviation + SLACK * d
             allowance, limit = self._fit(budget, DRIFT_GROW * drift + DRIFT_SLACK * d, apart)
-            found = self._near(x0, budget, allowance)
+            found = self._near(reference, budget, allowance)
         except geometry.TooManyPairs:
             # a cloth in violent motion: budgets for this substep alone; if even those list too
             # many pairs, TooManyPairs reaches prepare/untangle, which hold the cloth still
             budget = deviation + SLACK * d
             allowance, limit = self._fit(budget, drift + DRIFT_SLACK * d, apart)
-            found = self._near(x0, budget, allowance)
+            found = self._near(reference, budget, allowance)
         # only now: if even the fall-back lists too many pairs, the last set and its reference stay
-        self._reference, self._apart = x0.copy(), apart
+        self._reference, self._apart = reference.copy(), apart
         self._budget, self._allowance, self._limit = budget, allowance, limit
         self._add(*found, fresh=True)
         self._built = len(self.vf[0]) + len(self.ee[0])
