@@ -238,6 +238,19 @@ def _radius_groups(points, radius):
     return groups
 
 
+# sphere_pairs: one side this many times smaller than the other is few (see there)
+_FEW = 8
+
+
+def _touching_box(centres, radius, others, other_radius):
+    """(k,) int64 rows of the spheres (centres (c, 3), radius (c,)) that reach the bounding box
+    of the spheres (others (o, 3), other_radius (o,)), in ascending order."""
+    low = (others - other_radius[:, None]).min(axis=0)
+    high = (others + other_radius[:, None]).max(axis=0)
+    reach = radius[:, None]
+    return np.flatnonzero(np.all((centres + reach >= low) & (centres - reach <= high), axis=1))
+
+
 def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, distance=False):
     """(point rows (k,), centre rows (k,)) int64: the pairs whose spheres overlap,
     |points_i - centres_j| <= point_radius_i + centre_radius_j. points (p, 3), centres (c, 3),
@@ -248,7 +261,27 @@ def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, dista
 
     Both sides are grouped by radius in powers of two and every two groups are searched with
     their largest radii (one dual-tree search each, listed in C): one large sphere (a fast vertex)
-    does not widen the search for all others."""
+    does not widen the search for all others. When one side has far fewer spheres than the
+    other (a few moved vertices against a whole cloth), the other side's spheres that miss the
+    few's bounding box are dropped first, so that its trees hold only the neighbourhood."""
+    if len(points) == 0 or len(centres) == 0:
+        none = np.zeros(0, dtype=np.int64)
+        return (none, none, np.zeros(0)) if distance else (none, none)
+    if len(points) * _FEW < len(centres):
+        rows = _touching_box(centres, centre_radius, points, point_radius)
+        found = _sphere_pairs(points, point_radius, gather(centres, rows), centre_radius[rows], limit,
+                              distance)
+        return (found[0], rows[found[1]], *found[2:])
+    if len(centres) * _FEW < len(points):
+        rows = _touching_box(points, point_radius, centres, centre_radius)
+        found = _sphere_pairs(gather(points, rows), point_radius[rows], centres, centre_radius, limit,
+                              distance)
+        return (rows[found[0]], *found[1:])
+    return _sphere_pairs(points, point_radius, centres, centre_radius, limit, distance)
+
+
+def _sphere_pairs(points, point_radius, centres, centre_radius, limit, distance):
+    """sphere_pairs without the first cut of the many."""
     if len(points) == 0 or len(centres) == 0:
         none = np.zeros(0, dtype=np.int64)
         return (none, none, np.zeros(0)) if distance else (none, none)

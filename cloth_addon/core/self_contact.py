@@ -30,7 +30,9 @@ Per substep, with x0 the (crossing-free) start and x1 the solver's end:
    linear functions of the positions, so that positions within bounds at both ends of a straight
    path are within them all along it. A vertex that outruns its budget gets a larger one and the
    pairs that brings within reach are added (`cover`); two clusters that drift beyond their
-   limit, or many vertices outrunning theirs at once, have the set built afresh. Features that
+   limit get a larger allowance, and the pairs between the features of such clusters that
+   brings within reach are added too. When the drifting clusters or the vertices outrunning
+   their budgets are too many (REBUILD), or the set has doubled, it is built afresh. Features that
    share a vertex are never pairs. One cluster is the cloth's single mean motion.
 2. Proximity (`separate`, a few passes, interleaved with the colliders by the contact stage).
    Pairs closer than d at the end are pushed apart along the side they were on at the start:
@@ -78,7 +80,8 @@ SLACK = 0.25
 DRIFT_GROW = 2.0
 DRIFT_SLACK = 0.25
 # The candidates are found afresh when more than this fraction of the vertices outrun their
-# budgets at once (rather than growing the budgets of those).
+# budgets at once, or belong to clusters that drift beyond their limits (rather than growing
+# the budgets and allowances of those).
 REBUILD = 0.25
 # Budgets that would bring more sphere pairs than this many per vertex (and more than
 # PAIR_FLOOR in all) are cut to the substep's own motion (memory: a large cloth flung about must
@@ -181,6 +184,13 @@ def _scatter(index, vectors, n):
 def _vf_touching(x0, x1, p, corners, tol):
     """(k, 4) [vertex, corners] of the vertex-triangle pairs (p (m,), corners (m, 3)) that touch
     (within tol, m) on the straight paths x0 -> x1 (n, 3)."""
+    # A pair can only touch if its start spheres are closer than the features move relative to
+    # each other (a falling sheet's own pairs move together: none).
+    motion = x1 - x0
+    centre, radius = _spheres(x0, corners)
+    relative = _longest(gather(motion, corners) - gather(motion, p)[:, None, :])
+    may = vector_lengths(gather(x0, p) - centre) - radius <= relative + tol
+    p, corners = p[may], corners[may]
     toi = ccd.vertex_triangle_toi(gather(x0, p), gather(x1, p),
                                   *(gather(at, corners[:, k]) for k in range(3) for at in (x0, x1)), tol)
     hit = np.isfinite(toi)
@@ -189,6 +199,14 @@ def _vf_touching(x0, x1, p, corners, tol):
 
 def _ee_touching(x0, x1, ea, eb, tol):
     """(k, 4) [ends of a, ends of b] of the edge-edge pairs (ea, eb: (m, 2) ends) that touch."""
+    motion = x1 - x0
+    (middle_a, half_a), (middle_b, half_b) = _spheres(x0, ea), _spheres(x0, eb)
+    # a point of either edge moves relative to edge a's first end by at most its edge's largest
+    # relative end motion: the two add up
+    reference = gather(motion, ea[:, :1])
+    relative = _longest(gather(motion, ea) - reference) + _longest(gather(motion, eb) - reference)
+    may = vector_lengths(middle_a - middle_b) - half_a - half_b <= relative + tol
+    ea, eb = ea[may], eb[may]
     toi = ccd.edge_edge_toi(*(gather(at, e[:, k]) for e in (ea, eb) for k in (0, 1) for at in (x0, x1)), tol)
     hit = np.isfinite(toi)
     return np.concatenate([ea[hit], eb[hit]], axis=1)
@@ -319,12 +337,13 @@ class SelfContact:
         ends = self._edge_cluster_rows
         return np.stack([ends[i][a] * self._c + ends[j][b] for i in (0, 1) for j in (0, 1)])
 
-    def _near(self, x, budget, allowance=None, moved=None):
+    def _near(self, x, budget, allowance=None, moved=None, within=False):
         """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
         whose gap is at most d plus their features' largest budgets (budget: (n,) m per vertex)
         plus the largest allowance (c, c) of the cluster pairs they span (None: none); gap: (k,)
         m, the exact distance between the two features. Pairs sharing a vertex are left out.
-        moved: optional (n,) bool, only pairs with one of these vertices. Raises
+        moved: optional (n,) bool, only pairs with one of these vertices (within: in both of
+        their features, the pair's vertex included). Raises
         geometry.TooManyPairs rather than list more sphere pairs than PAIR_LIMIT per vertex (or
         PAIR_FLOOR)."""
         tris, edges, d = self.triangles, self.edges, self.distance
@@ -354,11 +373,16 @@ class SelfContact:
             else:
                 # moved vertices against every triangle, and every vertex against moved triangles
                 rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
-                p1, t1 = geometry.sphere_pairs(gather(x, rows), reach[rows], centre, radius + tri_reach,
-                                               limit)
-                p2, t2 = geometry.sphere_pairs(x, reach, gather(centre, hit), radius[hit] + tri_reach[hit],
-                                               limit)
-                key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
+                if within:  # moved vertices against moved triangles
+                    p1, t1 = geometry.sphere_pairs(gather(x, rows), reach[rows], gather(centre, hit),
+                                                   radius[hit] + tri_reach[hit], limit)
+                    key = np.sort(rows[p1] * len(tris) + hit[t1])
+                else:
+                    p1, t1 = geometry.sphere_pairs(gather(x, rows), reach[rows], centre,
+                                                   radius + tri_reach, limit)
+                    p2, t2 = geometry.sphere_pairs(x, reach, gather(centre, hit),
+                                                   radius[hit] + tri_reach[hit], limit)
+                    key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
                 vf_p, vf_t = key // len(tris), key % len(tris)
                 spacing = vector_lengths(gather(x, vf_p) - gather(centre, vf_t))
             keep = (tris[vf_t, 0] != vf_p) & (tris[vf_t, 1] != vf_p) & (tris[vf_t, 2] != vf_p)
@@ -398,10 +422,16 @@ class SelfContact:
                 ea, eb = np.minimum(ea, eb), np.maximum(ea, eb)
             else:
                 rows = np.flatnonzero(moved[edges].any(axis=1))
-                ea, eb = geometry.sphere_pairs(gather(middle, rows), extent[rows], middle, extent, limit)
-                # a pair of two moved edges is found from both ends
-                key = np.unique(np.minimum(rows[ea], eb) * len(edges) + np.maximum(rows[ea], eb))
-                ea, eb = key // len(edges), key % len(edges)
+                if within:
+                    ea, eb = geometry.sphere_pairs_within(gather(middle, rows), extent[rows], limit)
+                    ea, eb = rows[ea], rows[eb]  # rows ascend: ea < eb still
+                    order = np.argsort(ea * len(edges) + eb)
+                    ea, eb = ea[order], eb[order]
+                else:
+                    ea, eb = geometry.sphere_pairs(gather(middle, rows), extent[rows], middle, extent, limit)
+                    # a pair of two moved edges is found from both ends
+                    key = np.unique(np.minimum(rows[ea], eb) * len(edges) + np.maximum(rows[ea], eb))
+                    ea, eb = key // len(edges), key % len(edges)
                 spacing = vector_lengths(gather(middle, ea) - gather(middle, eb))
             a, b = edges[ea], edges[eb]
             keep = (ea < eb) & (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & \
@@ -508,9 +538,10 @@ class SelfContact:
         """Make the candidates hold at positions x (n, 3) of the substep that starts at x0, and at
         x0: two features that are no pair are then further apart than the gap at both, and on the
         straight path between them. A vertex that deviated from the reference by more than its
-        budget gets a larger one, and the pairs that this brings within reach are added; when
-        many vertices need that, when two clusters drifted apart beyond their limit, or when the
-        set has grown a lot, it is built afresh. Returns whether pairs were added."""
+        budget gets a larger one, two clusters that drifted apart beyond their limit a larger
+        allowance, and the pairs that this brings within reach are added; when many vertices
+        need that, or the set has grown a lot, it is built afresh. Returns whether pairs were
+        added."""
         reference = getattr(self, "_reference", None)
         if reference is None or len(x) != len(reference):
             self.candidates(x0, x)
@@ -530,13 +561,31 @@ class SelfContact:
             return True
         d = self.distance
         budget = np.where(over, GROW * deviation + SLACK * d, self._budget)
-        _, limit = self._fit(budget, self._allowance)
-        if np.any(drift > limit):
+        allowance = self._allowance
+        _, limit = self._fit(budget, allowance)
+        drifting = drift > limit
+        if np.any(drifting):
+            # The clusters that drifted beyond their limit get larger allowances, and only the
+            # pairs between their features need a search: a few cluster pairs where one part of
+            # the cloth comes down on another, not the whole set.
             self.stats["drifted"] = self.stats.get("drifted", 0) + 1
-            self.candidates(x0, x)
-            return True
+            allowance = np.where(drifting, DRIFT_GROW * drift + DRIFT_SLACK * d, allowance)
+            allowance, limit = self._fit(budget, allowance)
+            drifting = _member(self._cluster, np.flatnonzero(drifting.any(axis=1)))
+            if np.any(drift > limit) or drifting.sum() > REBUILD * len(x):
+                self.candidates(x0, x)
+                return True
+            self.stats["drift_grown"] = self.stats.get("drift_grown", 0) + 1
         try:
-            p, t, vf_gap, a, b, ee_gap = self._near(reference, budget, self._allowance, over)
+            found = [self._near(reference, budget, allowance, over)] if over.any() else []
+            if np.any(drifting):
+                p, t, vf_gap, a, b, ee_gap = self._near(reference, budget, allowance, drifting & ~over,
+                                                        within=True)
+                # pairs with a vertex that outran its budget came with the search above
+                vf = ~(over[p] | _most(over, self.triangles[t]))
+                ee = ~(_most(over, self.edges[a]) | _most(over, self.edges[b]))
+                found.append((p[vf], t[vf], vf_gap[vf], a[ee], b[ee], ee_gap[ee]))
+            p, t, vf_gap, a, b, ee_gap = (np.concatenate(column) for column in zip(*found, strict=True))
         except geometry.TooManyPairs:
             self.candidates(x0, x)
             return True
@@ -546,7 +595,7 @@ class SelfContact:
         new = vf_gap > old[p] + _most(old, self.triangles[t]) + d + self._vf_most(flat, p, t)
         fresh = ee_gap > _most(old, self.edges[a]) + _most(old, self.edges[b]) + d + \
             self._ee_most(flat, a, b)
-        self._budget, self._limit = budget, limit
+        self._budget, self._allowance, self._limit = budget, allowance, limit
         self._add(p[new], t[new], vf_gap[new], a[fresh], b[fresh], ee_gap[fresh])
         self.stats["grown"] = self.stats.get("grown", 0) + 1
         return True
@@ -684,26 +733,10 @@ class SelfContact:
         edge = edge + _most(step, self.edges)
         (p, t), tris = self.vf, self._vf_tris
         keep = self._vf_gap <= vertex[p] + triangle[t] + _largest(drift, self._vf_clusters) + tol
-        p, t, tris = p[keep], t[keep], tris[keep]
-        if len(p):
-            # A pair can only touch if its start spheres are closer than the features move
-            # relative to each other (a falling sheet's own pairs move together: none).
-            centre, radius = _spheres(x0, self.triangles)
-            relative = _longest(gather(motion, tris) - gather(motion, p)[:, None, :])
-            may = vector_lengths(gather(x0, p) - gather(centre, t)) - radius[t] <= relative + tol
-            groups.append(_vf_touching(x0, x1, p[may], tris[may], tol))
+        groups.append(_vf_touching(x0, x1, p[keep], tris[keep], tol))
         (a, b), (ea, eb) = self.ee, self._ee_ends
         keep = self._ee_gap <= edge[a] + edge[b] + _largest(drift, self._ee_clusters) + tol
-        a, b, ea, eb = a[keep], b[keep], ea[keep], eb[keep]
-        if len(a):
-            middle, half = _spheres(x0, self.edges)
-            # a point of either edge moves relative to edge a's first end by at most its edge's
-            # largest relative end motion: the two add up
-            reference = gather(motion, ea[:, :1])
-            relative = (_longest(gather(motion, ea) - reference)
-                        + _longest(gather(motion, eb) - reference))
-            may = vector_lengths(gather(middle, a) - gather(middle, b)) - half[a] - half[b] <= relative + tol
-            groups.append(_ee_touching(x0, x1, ea[may], eb[may], tol))
+        groups.append(_ee_touching(x0, x1, ea[keep], eb[keep], tol))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
 
     def _swept_touching(self, x0, x1, changed):

@@ -543,3 +543,26 @@ def test_the_pair_limit_holds_on_an_estimated_count():
         assert len(search(int(1.1 * count))[0]) == count
         with pytest.raises(geometry.TooManyPairs):
             search(int(0.9 * count))
+
+
+@pytest.mark.parametrize("few_first", [True, False])
+def test_a_few_spheres_against_many_find_the_pairs_brute_force_finds(few_first):
+    """sphere_pairs first drops the many spheres that miss the few's bounding box: the pairs are
+    still exactly those that overlap (brute force), whichever side is the few."""
+    from cloth_addon.core import geometry
+
+    rng = np.random.default_rng(5)
+    many = rng.uniform(0.0, 1.0, (6000, 3))
+    many_radius = rng.uniform(0.0, 0.03, len(many))
+    few = rng.uniform(0.3, 0.5, (40, 3))
+    few_radius = rng.uniform(0.0, 0.08, len(few))
+    gap = np.linalg.norm(few[:, None] - many[None], axis=2) - few_radius[:, None] - many_radius[None]
+    expected = set(zip(*(v.tolist() for v in np.nonzero(gap <= 0.0)), strict=True))
+    if few_first:
+        i, j, length = geometry.sphere_pairs(few, few_radius, many, many_radius, distance=True)
+        found = set(zip(i.tolist(), j.tolist(), strict=True))
+    else:
+        j, i, length = geometry.sphere_pairs(many, many_radius, few, few_radius, distance=True)
+        found = set(zip(i.tolist(), j.tolist(), strict=True))
+    assert len(expected) > 50 and found == expected
+    np.testing.assert_allclose(length, np.linalg.norm(few[i] - many[j], axis=1))

@@ -208,6 +208,23 @@ def test_candidates_kept_over_substeps_cover_every_close_pair(monkeypatch, seed)
     assert contact.stats["grown"] > 3  # growth was exercised, not only fresh builds
 
 
+def _within_bounds(contact, x, budget, allowance):
+    """Brute force: ((vertex-triangle pairs, their gaps), (edge-edge pairs, their gaps)) whose
+    gap at x is within d plus their features' largest budgets plus the largest allowance of the
+    cluster pairs they span (the candidates' invariant at their reference)."""
+    features = contact.model.contact_features
+    tris, edges, cluster, d = features.triangles, features.edges, contact._cluster, contact.distance
+    (bp, bt, bvf), (ba, bb, bee) = _all_gaps(x, edges, tris)
+    vf_bound = d + budget[bp] + budget[tris[bt]].max(axis=1) + \
+        allowance[cluster[bp][:, None], cluster[tris[bt]]].max(axis=1)
+    spans = allowance[cluster[edges[ba]][:, :, None], cluster[edges[bb]][:, None, :]]
+    ee_bound = d + budget[edges[ba]].max(axis=1) + budget[edges[bb]].max(axis=1) + \
+        spans.reshape(len(ba), -1).max(axis=1)
+    vf, ee = bvf <= vf_bound, bee <= ee_bound
+    return ((set(zip(bp[vf].tolist(), bt[vf].tolist(), strict=True)), bvf[vf]),
+            (set(zip(ba[ee].tolist(), bb[ee].tolist(), strict=True)), bee[ee]))
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatch, seed):
     """The k-d tree search behind the candidates, against brute force: with random vertex budgets
@@ -227,21 +244,10 @@ def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatc
     allowance = np.triu(rng.uniform(0.0, 4.0, (c, c)) * d * (rng.random((c, c)) < 0.5), 1)
     allowance += allowance.T
     p, t, vf_gap, a, b, ee_gap = contact._near(x, budget, allowance)
-    features = contact.model.contact_features
-    tris, edges, cluster = features.triangles, features.edges, contact._cluster
-    (bp, bt, bvf), (ba, bb, bee) = _all_gaps(x, edges, tris)
-    vf_bound = d + budget[bp] + budget[tris[bt]].max(axis=1) + \
-        allowance[cluster[bp][:, None], cluster[tris[bt]]].max(axis=1)
-    spans = allowance[cluster[edges[ba]][:, :, None], cluster[edges[bb]][:, None, :]]
-    ee_bound = d + budget[edges[ba]].max(axis=1) + budget[edges[bb]].max(axis=1) + \
-        spans.reshape(len(ba), -1).max(axis=1)
-    near = bvf <= vf_bound
-    assert set(zip(p.tolist(), t.tolist(), strict=True)) == set(zip(bp[near].tolist(), bt[near].tolist(),
-                                                                    strict=True))
-    near = bee <= ee_bound
-    assert set(zip(a.tolist(), b.tolist(), strict=True)) == set(zip(ba[near].tolist(), bb[near].tolist(),
-                                                                    strict=True))
-    assert np.allclose(np.sort(vf_gap), np.sort(bvf[bvf <= vf_bound]))
+    (vf, vf_gaps), (ee, _) = _within_bounds(contact, x, budget, allowance)
+    assert set(zip(p.tolist(), t.tolist(), strict=True)) == vf
+    assert set(zip(a.tolist(), b.tolist(), strict=True)) == ee
+    assert np.allclose(np.sort(vf_gap), np.sort(vf_gaps))
     assert len(p) > 100 and len(a) > 100
 
 
@@ -360,6 +366,33 @@ def test_candidates_follow_clusters_that_drift_apart(monkeypatch, kind, size):
             assert _missed(contact, x0 + t * (x1 - x0)) == (0, 0), (step, t)
         x0 = x1
     assert contact.stats.get("drifted", 0) + contact.stats.get("grown", 0) > 0
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_clusters_drifting_apart_grow_their_allowance_and_keep_every_pair_within_it(monkeypatch, seed):
+    """A patch of the upper layer of a folded sheet slides over the lower one, the rest still:
+    its clusters drift apart from their neighbours, whose allowances grow and whose features are
+    searched again, without a rebuild. After every substep the candidates hold every pair within
+    the bounds they are kept for (brute force, at their reference)."""
+    from cloth_addon.core import self_contact
+
+    monkeypatch.setattr(self_contact, "CLUSTER", 4)
+    monkeypatch.setattr(self_contact, "REBUILD", 0.6)
+    d = 0.02
+    flat, faces, vertices, upper = _folded_sheet(0.8 * d)
+    contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
+    patch = upper & (vertices[:, 0] < 0.12) & (vertices[:, 1] < 0.12)
+    rng = np.random.default_rng(seed)
+    x0 = vertices.copy()
+    for step in range(1, 13):
+        x1 = vertices + rng.normal(0.0, 0.02 * d, vertices.shape)
+        x1[patch, 0] += 0.3 * d * step * (1 + step / 6)
+        contact.prepare(x0, x1)
+        (vf, _), (ee, _) = _within_bounds(contact, contact._reference, contact._budget, contact._allowance)
+        assert vf <= set(zip(*(v.tolist() for v in contact.vf), strict=True)), step
+        assert ee <= set(zip(*(v.tolist() for v in contact.ee), strict=True)), step
+        x0 = x1
+    assert contact.stats.get("drift_grown", 0) >= 2
 
 
 @pytest.mark.parametrize("kind", ["slide", "land"])
