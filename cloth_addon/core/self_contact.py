@@ -184,12 +184,14 @@ def _scatter(index, vectors, n):
 def _vf_touching(x0, x1, p, corners, tol):
     """(k, 4) [vertex, corners] of the vertex-triangle pairs (p (m,), corners (m, 3)) that touch
     (within tol, m) on the straight paths x0 -> x1 (n, 3)."""
-    # A pair can only touch if its start spheres are closer than the features move relative to
-    # each other (a falling sheet's own pairs move together: none).
+    # Every point of the triangle moves by a convex mix of its corners' motions, so the pair's
+    # distance shrinks over the substep by at most the largest corner motion relative to the
+    # vertex's: only pairs closer than that at x0 can touch (a falling sheet's own pairs: none).
     motion = x1 - x0
-    centre, radius = _spheres(x0, corners)
     relative = _longest(gather(motion, corners) - gather(motion, p)[:, None, :])
-    may = vector_lengths(gather(x0, p) - centre) - radius <= relative + tol
+    start = gather(x0, p)
+    q, _, _ = geometry.closest_points(start, *(gather(x0, corners[:, k]) for k in range(3)))
+    may = vector_lengths(start - q) <= relative + tol
     p, corners = p[may], corners[may]
     toi = ccd.vertex_triangle_toi(gather(x0, p), gather(x1, p),
                                   *(gather(at, corners[:, k]) for k in range(3) for at in (x0, x1)), tol)
@@ -199,13 +201,13 @@ def _vf_touching(x0, x1, p, corners, tol):
 
 def _ee_touching(x0, x1, ea, eb, tol):
     """(k, 4) [ends of a, ends of b] of the edge-edge pairs (ea, eb: (m, 2) ends) that touch."""
+    # as for _vf_touching: two points of the edges move apart by a convex mix of the four
+    # differences between an end of one and an end of the other's motions
     motion = x1 - x0
-    (middle_a, half_a), (middle_b, half_b) = _spheres(x0, ea), _spheres(x0, eb)
-    # a point of either edge moves relative to edge a's first end by at most its edge's largest
-    # relative end motion: the two add up
-    reference = gather(motion, ea[:, :1])
-    relative = _longest(gather(motion, ea) - reference) + _longest(gather(motion, eb) - reference)
-    may = vector_lengths(middle_a - middle_b) - half_a - half_b <= relative + tol
+    ends_a, ends_b = gather(motion, ea), gather(motion, eb)
+    relative = _longest(np.concatenate([ends_a - ends_b[:, :1], ends_a - ends_b[:, 1:]], axis=1))
+    gap, _, _ = geometry.segment_gap(*(gather(x0, e[:, k]) for e in (ea, eb) for k in (0, 1)))
+    may = vector_lengths(gap) <= relative + tol
     ea, eb = ea[may], eb[may]
     toi = ccd.edge_edge_toi(*(gather(at, e[:, k]) for e in (ea, eb) for k in (0, 1) for at in (x0, x1)), tol)
     hit = np.isfinite(toi)
