@@ -33,7 +33,7 @@ def closest_points(p, a, b, c):
 
     p, a, b, c: (k, 3) float64. Returns (q (k, 3), bary (k, 3) weights of a, b, c with
     q = bary @ [a, b, c], region (k,) int8: FACE, VERTEX_*, EDGE_*). Degenerate triangles
-    (zero area) fall back to the closest of their vertices and edges.
+    (zero area: coincident or collinear corners) take the closest point of their edges.
     """
     ab, ac, ap = b - a, c - a, p - a
     d1, d2 = _dot(ab, ap), _dot(ac, ap)
@@ -72,12 +72,36 @@ def closest_points(p, a, b, c):
         denom = va + vb + vc
         v, w = vb / denom, vc / denom
         take(np.isfinite(v) & np.isfinite(w), FACE, 1 - v - w, v, w)
-    if not np.all(done):
-        # Only zero-area triangles get here (all three tests fail with va + vb + vc = 0).
-        bary[~done] = (1.0, 0.0, 0.0)
-        region[~done] = VERTEX_A
+    # Zero-area triangles (coincident or collinear corners): the tests above divide by zero or
+    # by a rounding error; the closest point is then that of the nearest of the three edges.
+    # (|ab x ac|^2 from the edges alone: va + vb + vc equals it too, but through p its rounding
+    # error stays far above a collinear triangle's zero; below 1e-10 relative, an angle under
+    # 1e-5 rad, the edges' closest point is as good)
+    aa, cc = _dot(ab, ab), _dot(ac, ac)
+    gram = aa * cc - _dot(ab, ac) ** 2
+    flat = ~done | ~np.all(np.isfinite(bary), axis=1) | (gram <= 1e-10 * aa * cc)
+    if np.any(flat):
+        _closest_on_edges(p[flat], a[flat], b[flat], c[flat], bary, region, np.flatnonzero(flat))
     q = bary[:, :1] * a + bary[:, 1:2] * b + bary[:, 2:] * c
     return q, bary, region
+
+
+def _closest_on_edges(p, a, b, c, bary, region, rows):
+    """closest_points for degenerate triangles: the nearest point of the edges ab, bc and ca to
+    p (all (k, 3)), written into bary and region at rows (k,)."""
+    best = np.full(len(p), np.inf)
+    for start, end, i, j, kind in ((a, b, 0, 1, EDGE_AB), (b, c, 1, 2, EDGE_BC), (c, a, 2, 0, EDGE_CA)):
+        edge = end - start
+        length2 = _dot(edge, edge)
+        t = np.clip(_dot(p - start, edge) / np.maximum(length2, 1e-300), 0.0, 1.0)
+        gap = p - (start + t[:, None] * edge)
+        dist = _dot(gap, gap)
+        closer = dist < best
+        best[closer] = dist[closer]
+        weights = np.zeros((int(closer.sum()), 3))
+        weights[:, i], weights[:, j] = 1.0 - t[closer], t[closer]
+        bary[rows[closer]] = weights
+        region[rows[closer]] = kind
 
 
 def triangle_normals(vertices, triangles, unit=True):
@@ -205,17 +229,19 @@ class TooManyPairs(RuntimeError):
 
 # The pair limit guards memory, so an estimate serves: of a group of more spheres than this, an
 # evenly spread sample is counted and the count scaled up (an exact count costs about as much as
-# listing the pairs, and is made before every large search).
+# listing the pairs, and is made before every large search); only an estimate over the limit is
+# checked by an exact count before a search is refused.
 COUNT_SAMPLE = 4096
 
 
-def _count(tree, other, radius) -> float:
+def _count(tree, other, radius, exact=False) -> float:
     """About how many pairs of a point of cKDTree `tree` and one of cKDTree `other` lie within
-    radius of each other (a tree with itself: every pair both ways, and each point with itself)."""
+    radius of each other (a tree with itself: every pair both ways, and each point with itself);
+    exact: counted, not estimated."""
     from scipy.spatial import cKDTree
 
     points = tree.data
-    if len(points) <= COUNT_SAMPLE:
+    if exact or len(points) <= COUNT_SAMPLE:
         return float(tree.count_neighbors(other, radius))
     step = -(-len(points) // COUNT_SAMPLE)
     sample = points[::step]
@@ -256,7 +282,8 @@ def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, dista
     |points_i - centres_j| <= point_radius_i + centre_radius_j. points (p, 3), centres (c, 3),
     radii (p,) and (c,) m, >= 0. limit: raise TooManyPairs instead of listing more candidate
     pairs than this (counted before any list is made, unless p c is within it; for more than
-    COUNT_SAMPLE spheres, estimated from a sample of them); None: no limit.
+    COUNT_SAMPLE spheres, estimated from a sample of them, and counted exactly only when the
+    estimate is over the limit, so a low estimate may let somewhat more through); None: no limit.
     distance: also return |points_i - centres_j| (k,) m.
 
     Both sides are grouped by radius in powers of two and every two groups are searched with
@@ -290,8 +317,10 @@ def _sphere_pairs(points, point_radius, centres, centre_radius, limit, distance)
                 for c_rows, c_tree, c_top in _radius_groups(centres, centre_radius)]
     if limit is not None and len(points) * len(centres) > limit:
         count = sum(_count(p_tree, c_tree, r) for _, p_tree, _, c_tree, r in searches)
+        if count > limit:  # an estimate refuses only once the exact count confirms it
+            count = sum(_count(p_tree, c_tree, r, True) for _, p_tree, _, c_tree, r in searches)
         if count > limit:
-            raise TooManyPairs(f"about {count:.0f} sphere pairs, more than {limit}")
+            raise TooManyPairs(f"{count:.0f} sphere pairs, more than {limit}")
     rows, cols, lengths = [], [], []
     for p_rows, p_tree, c_rows, c_tree, r in searches:
         found = p_tree.sparse_distance_matrix(c_tree, r, output_type="ndarray")
@@ -315,13 +344,18 @@ def sphere_pairs_within(centres, radius, limit=None, distance=False):
         return (none, none, np.zeros(0)) if distance else (none, none)
     groups = _radius_groups(centres, radius)
     if limit is not None and len(centres) * (len(centres) - 1) // 2 > limit:
-        count = 0
-        for g, (_, tree, top) in enumerate(groups):
-            # a group with itself counts every pair both ways and every sphere with itself
-            count += (_count(tree, tree, 2.0 * top) - tree.n) / 2
-            count += sum(_count(tree, other, top + other_top) for _, other, other_top in groups[g + 1:])
-        if count > limit:
-            raise TooManyPairs(f"about {count:.0f} sphere pairs, more than {limit}")
+        def counted(exact):
+            count = 0.0
+            for g, (_, tree, top) in enumerate(groups):
+                # a group with itself counts every pair both ways and every sphere with itself
+                count += (_count(tree, tree, 2.0 * top, exact) - tree.n) / 2
+                count += sum(_count(tree, other, top + other_top, exact)
+                             for _, other, other_top in groups[g + 1:])
+            return count
+
+        # an estimate refuses only once the exact count confirms it
+        if counted(False) > limit and (count := counted(True)) > limit:
+            raise TooManyPairs(f"{count:.0f} sphere pairs, more than {limit}")
     rows, cols, lengths = [], [], []
     for g, (g_rows, tree, top) in enumerate(groups):
         pairs = tree.query_pairs(2.0 * top, output_type="ndarray")

@@ -347,7 +347,7 @@ class SelfContact:
         moved: optional (n,) bool, only pairs with one of these vertices (within: in both of
         their features, the pair's vertex included). Raises
         geometry.TooManyPairs rather than list more sphere pairs than PAIR_LIMIT per vertex (or
-        PAIR_FLOOR)."""
+        PAIR_FLOOR; a search's count is estimated, see geometry.sphere_pairs)."""
         tris, edges, d = self.triangles, self.edges, self.distance
         limit = max(PAIR_LIMIT * len(x), PAIR_FLOOR)
         flat = None if allowance is None else allowance.ravel()
@@ -486,14 +486,15 @@ class SelfContact:
         at which no vertex deviates by more than its budget and no two clusters drift apart by
         more than their limit (`cover` checks, and grows the budgets that a vertex outruns)."""
         d = self.distance
-        # The end is the reference: the budgets then cover the substep's motion backwards to x0
-        # and GROW - 1 times it forwards, a substep more than from x0 at a steady speed.
+        # The end is the reference: the budgets then cover the substep's motion back to x0 and
+        # GROW times it forwards, a substep more than from x0 at a steady speed.
         reference = x1
         # the bounding spheres of the clusters' reaches, at the reference
         centre = self._mean @ reference
         offset = gather(reference, self._reach_vertex) - gather(centre, self._reach_cluster)
         radius = np.maximum.reduceat(np.sqrt(np.einsum("ij,ij->i", offset, offset)), self._reach_start)
         apart = _pairwise(centre) - radius[:, None] - radius[None, :]
+        apart = np.minimum(apart, apart.T)  # symmetric to the last bit, as the allowances must be
         mean, deviation = self._split(x1 - x0)
         drift = _pairwise(mean)
         try:
@@ -566,6 +567,7 @@ class SelfContact:
         allowance = self._allowance
         _, limit = self._fit(budget, allowance)
         drifting = drift > limit
+        drifting |= drifting.T  # (both are symmetric but for rounding)
         if np.any(drifting):
             # The clusters that drifted beyond their limit get larger allowances, and only the
             # pairs between their features need a search: a few cluster pairs where one part of
@@ -832,7 +834,7 @@ class SelfContact:
         stuck = np.zeros(n, dtype=bool)
         waiting = np.zeros(n, dtype=bool)
         for _ in range(2 * n):
-            touching = self._swept_touching(x0, x1, changed)
+            touching = self._touching(x0, x1) if changed is None else self._swept_touching(x0, x1, changed)
             if len(touching) == 0:
                 break
             before = stuck | waiting

@@ -566,3 +566,30 @@ def test_a_few_spheres_against_many_find_the_pairs_brute_force_finds(few_first):
         found = set(zip(i.tolist(), j.tolist(), strict=True))
     assert len(expected) > 50 and found == expected
     np.testing.assert_allclose(length, np.linalg.norm(few[i] - many[j], axis=1))
+
+
+def test_degenerate_triangles_take_the_closest_point_of_their_edges():
+    """closest_points on zero-area triangles (two corners coincident, or all three on a line)
+    gives the distance to the nearest of their edges, never NaN or a point off the triangle; and
+    a vertex passing through a triangle that opens from two coincident corners is found touching
+    by the continuous self-contact test."""
+    from cloth_addon.core import self_contact
+
+    rng = np.random.default_rng(11)
+    p, a, b = (rng.normal(size=(5000, 3)) for _ in range(3))
+
+    def edge_distance(s, e):
+        t = np.clip(np.einsum("ij,ij->i", p - s, e - s) / np.einsum("ij,ij->i", e - s, e - s), 0.0, 1.0)
+        return np.linalg.norm(p - (s + t[:, None] * (e - s)), axis=1)
+
+    on_line = a + rng.uniform(-1.0, 2.0, (len(p), 1)) * (b - a)
+    line = np.minimum(np.minimum(edge_distance(a, b), edge_distance(b, on_line)), edge_distance(on_line, a))
+    for c, expected in ((on_line, line), (a.copy(), edge_distance(a, b))):
+        q, bary, _ = closest_points(p, a, b, c)
+        np.testing.assert_allclose(np.linalg.norm(p - q, axis=1), expected, atol=1e-12)
+        np.testing.assert_allclose(bary.sum(axis=1), 1.0)
+    # corners 1 and 2 coincide at the start; vertex 0 falls through the triangle as it opens
+    x0 = np.array([(0.3, 0.2, 0.1), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (1.0, 0.0, 0.0)])
+    x1 = np.array([(0.3, 0.2, -0.1), (0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0)])
+    touching = self_contact._vf_touching(x0, x1, np.array([0]), np.array([(1, 2, 3)]), 1e-6)
+    assert touching.tolist() == [[0, 1, 2, 3]]
