@@ -18,7 +18,7 @@ def _dot(u, v):
 
 def vector_lengths(vectors):
     """(k,) lengths of vectors (k, 3) (np.linalg.norm along a short axis is several times slower)."""
-    return np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+    return np.sqrt(_dot(vectors, vectors))
 
 
 def gather(array, index):
@@ -91,10 +91,8 @@ def _closest_on_edges(p, a, b, c, bary, region, rows):
     p (all (k, 3)), written into bary and region at rows (k,)."""
     best = np.full(len(p), np.inf)
     for start, end, i, j, kind in ((a, b, 0, 1, EDGE_AB), (b, c, 1, 2, EDGE_BC), (c, a, 2, 0, EDGE_CA)):
-        edge = end - start
-        length2 = _dot(edge, edge)
-        t = np.clip(_dot(p - start, edge) / np.maximum(length2, 1e-300), 0.0, 1.0)
-        gap = p - (start + t[:, None] * edge)
+        _, t = segment_closest(p, p, start, end)  # p as a segment of zero length
+        gap = p - (start + t[:, None] * (end - start))
         dist = _dot(gap, gap)
         closer = dist < best
         best[closer] = dist[closer]

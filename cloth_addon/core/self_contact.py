@@ -181,13 +181,12 @@ def _scatter(index, vectors, n):
     return out / np.maximum(count, 1.0)[:, None]
 
 
-def _vf_touching(x0, x1, p, corners, tol):
+def _vf_touching(x0, x1, motion, p, corners, tol):
     """(k, 4) [vertex, corners] of the vertex-triangle pairs (p (m,), corners (m, 3)) that touch
-    (within tol, m) on the straight paths x0 -> x1 (n, 3)."""
+    (within tol, m) on the straight paths x0 -> x1 (n, 3); motion: x1 - x0."""
     # Every point of the triangle moves by a convex mix of its corners' motions, so the pair's
     # distance shrinks over the substep by at most the largest corner motion relative to the
     # vertex's: only pairs closer than that at x0 can touch (a falling sheet's own pairs: none).
-    motion = x1 - x0
     relative = _longest(gather(motion, corners) - gather(motion, p)[:, None, :])
     start = gather(x0, p)
     q, _, _ = geometry.closest_points(start, *(gather(x0, corners[:, k]) for k in range(3)))
@@ -199,11 +198,10 @@ def _vf_touching(x0, x1, p, corners, tol):
     return np.concatenate([p[hit, None], corners[hit]], axis=1)
 
 
-def _ee_touching(x0, x1, ea, eb, tol):
+def _ee_touching(x0, x1, motion, ea, eb, tol):
     """(k, 4) [ends of a, ends of b] of the edge-edge pairs (ea, eb: (m, 2) ends) that touch."""
     # as for _vf_touching: two points of the edges move apart by a convex mix of the four
     # differences between an end of one and an end of the other's motions
-    motion = x1 - x0
     ends_a, ends_b = gather(motion, ea), gather(motion, eb)
     relative = _longest(np.concatenate([ends_a - ends_b[:, :1], ends_a - ends_b[:, 1:]], axis=1))
     gap, _, _ = geometry.segment_gap(*(gather(x0, e[:, k]) for e in (ea, eb) for k in (0, 1)))
@@ -339,6 +337,45 @@ class SelfContact:
         ends = self._edge_cluster_rows
         return np.stack([ends[i][a] * self._c + ends[j][b] for i in (0, 1) for j in (0, 1)])
 
+    def _vf_pairs_with(self, moved, points, point_radius, centres, centre_radius, limit):
+        """(p, t) in ascending order: the vertex-triangle pairs with a vertex of moved (n,) bool
+        whose spheres (points (n, 3) and point_radius (n,) of the vertices, centres (t, 3) and
+        centre_radius (t,) of the triangles) overlap: moved vertices against every triangle,
+        and every vertex against the triangles with a moved corner."""
+        tris = self.triangles
+        rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
+        p1, t1 = geometry.sphere_pairs(gather(points, rows), point_radius[rows], centres, centre_radius,
+                                       limit)
+        p2, t2 = geometry.sphere_pairs(points, point_radius, gather(centres, hit), centre_radius[hit],
+                                       limit)
+        key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
+        return key // len(tris), key % len(tris)
+
+    def _ee_pairs_with(self, moved, centres, radius, limit, extra=0.0):
+        """(a <= b) in ascending order: the edge-edge pairs with a vertex of moved (n,) bool whose
+        spheres (centres (e, 3), radius (e,)) overlap, the moved edges' reaching `extra` m
+        further (a pair of two moved edges is found from both ends, and listed once)."""
+        edges = self.edges
+        rows = np.flatnonzero(moved[edges].any(axis=1))
+        i, j = geometry.sphere_pairs(gather(centres, rows), radius[rows] + extra, centres, radius, limit)
+        i = rows[i]
+        key = np.unique(np.minimum(i, j) * len(edges) + np.maximum(i, j))
+        return key // len(edges), key % len(edges)
+
+    def _vf_valid(self, p, t):
+        """(k,) bool: which vertex-triangle pairs (p, t) can be contacts (the vertex is not a
+        corner of the triangle, and their objects may collide)."""
+        tris = self.triangles
+        return (tris[t, 0] != p) & (tris[t, 1] != p) & (tris[t, 2] != p) & self._allowed(p, t, "vf")
+
+    def _ee_valid(self, a, b):
+        """(k,) bool: which edge-edge pairs (a, b) can be contacts (a < b, no shared end, and
+        their objects may collide)."""
+        ea, eb = self.edges[a], self.edges[b]
+        shared = ((ea[:, 0] == eb[:, 0]) | (ea[:, 0] == eb[:, 1]) | (ea[:, 1] == eb[:, 0])
+                  | (ea[:, 1] == eb[:, 1]))
+        return (a < b) & ~shared & self._allowed(a, b, "ee")
+
     def _near(self, x, budget, allowance=None, moved=None, within=False):
         """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
         whose gap is at most d plus their features' largest budgets (budget: (n,) m per vertex)
@@ -373,22 +410,16 @@ class SelfContact:
                     found.append((rows[p], hit[t], far))
                 vf_p, vf_t, spacing = (np.concatenate(column) for column in zip(*found, strict=True))
             else:
-                # moved vertices against every triangle, and every vertex against moved triangles
-                rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
                 if within:  # moved vertices against moved triangles
+                    rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
                     p1, t1 = geometry.sphere_pairs(gather(x, rows), reach[rows], gather(centre, hit),
                                                    radius[hit] + tri_reach[hit], limit)
                     key = np.sort(rows[p1] * len(tris) + hit[t1])
+                    vf_p, vf_t = key // len(tris), key % len(tris)
                 else:
-                    p1, t1 = geometry.sphere_pairs(gather(x, rows), reach[rows], centre,
-                                                   radius + tri_reach, limit)
-                    p2, t2 = geometry.sphere_pairs(x, reach, gather(centre, hit),
-                                                   radius[hit] + tri_reach[hit], limit)
-                    key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
-                vf_p, vf_t = key // len(tris), key % len(tris)
+                    vf_p, vf_t = self._vf_pairs_with(moved, x, reach, centre, radius + tri_reach, limit)
                 spacing = vector_lengths(gather(x, vf_p) - gather(centre, vf_t))
-            keep = (tris[vf_t, 0] != vf_p) & (tris[vf_t, 1] != vf_p) & (tris[vf_t, 2] != vf_p)
-            keep &= self._allowed(vf_p, vf_t, "vf")
+            keep = self._vf_valid(vf_p, vf_t)
             vf_p, vf_t, spacing = vf_p[keep], vf_t[keep], spacing[keep]
             bound = budget[vf_p] + tri_budget[vf_t] + d
             if flat is not None:
@@ -422,23 +453,17 @@ class SelfContact:
                     found.append((own_edges[i], later[j], far))
                 ea, eb, spacing = (np.concatenate(column) for column in zip(*found, strict=True))
                 ea, eb = np.minimum(ea, eb), np.maximum(ea, eb)
-            else:
+            elif within:
                 rows = np.flatnonzero(moved[edges].any(axis=1))
-                if within:
-                    ea, eb = geometry.sphere_pairs_within(gather(middle, rows), extent[rows], limit)
-                    ea, eb = rows[ea], rows[eb]  # rows ascend: ea < eb still
-                    order = np.argsort(ea * len(edges) + eb)
-                    ea, eb = ea[order], eb[order]
-                else:
-                    ea, eb = geometry.sphere_pairs(gather(middle, rows), extent[rows], middle, extent, limit)
-                    # a pair of two moved edges is found from both ends
-                    key = np.unique(np.minimum(rows[ea], eb) * len(edges) + np.maximum(rows[ea], eb))
-                    ea, eb = key // len(edges), key % len(edges)
+                ea, eb = geometry.sphere_pairs_within(gather(middle, rows), extent[rows], limit)
+                ea, eb = rows[ea], rows[eb]  # rows ascend: ea < eb still
+                order = np.argsort(ea * len(edges) + eb)
+                ea, eb = ea[order], eb[order]
+            else:
+                ea, eb = self._ee_pairs_with(moved, middle, extent, limit)
+            if moved is not None:
                 spacing = vector_lengths(gather(middle, ea) - gather(middle, eb))
-            a, b = edges[ea], edges[eb]
-            keep = (ea < eb) & (a[:, 0] != b[:, 0]) & (a[:, 0] != b[:, 1]) & (a[:, 1] != b[:, 0]) & \
-                (a[:, 1] != b[:, 1])
-            keep &= self._allowed(ea, eb, "ee")
+            keep = self._ee_valid(ea, eb)
             ea, eb, spacing = ea[keep], eb[keep], spacing[keep]
             bound = edge_budget[ea] + edge_budget[eb] + d
             if flat is not None:
@@ -575,7 +600,7 @@ class SelfContact:
             self.stats["drifted"] = self.stats.get("drifted", 0) + 1
             allowance = np.where(drifting, DRIFT_GROW * drift + DRIFT_SLACK * d, allowance)
             allowance, limit = self._fit(budget, allowance)
-            drifting = _member(self._cluster, np.flatnonzero(drifting.any(axis=1)))
+            drifting = _member(self._cluster, np.flatnonzero(drifting.any(axis=1)))  # now per vertex
             if np.any(drift > limit) or drifting.sum() > REBUILD * len(x):
                 self.candidates(x0, x)
                 return True
@@ -737,10 +762,10 @@ class SelfContact:
         edge = edge + _most(step, self.edges)
         (p, t), tris = self.vf, self._vf_tris
         keep = self._vf_gap <= vertex[p] + triangle[t] + _largest(drift, self._vf_clusters) + tol
-        groups.append(_vf_touching(x0, x1, p[keep], tris[keep], tol))
+        groups.append(_vf_touching(x0, x1, motion, p[keep], tris[keep], tol))
         (a, b), (ea, eb) = self.ee, self._ee_ends
         keep = self._ee_gap <= edge[a] + edge[b] + _largest(drift, self._ee_clusters) + tol
-        groups.append(_ee_touching(x0, x1, ea[keep], eb[keep], tol))
+        groups.append(_ee_touching(x0, x1, motion, ea[keep], eb[keep], tol))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
 
     def _swept_touching(self, x0, x1, changed):
@@ -754,30 +779,21 @@ class SelfContact:
         tris, edges = self.triangles, self.edges
         # a vertex's path lies in the sphere about its midpoint; a feature's, in the bounding
         # sphere of its corners at both ends (its positions in between are their convex mixes)
+        motion = x1 - x0
         middle = 0.5 * (x0 + x1)
-        half = 0.5 * vector_lengths(x1 - x0) + tol
+        half = 0.5 * vector_lengths(motion) + tol
         both = np.concatenate([x0, x1], axis=1).reshape(-1, 3)  # row 2 i: x0[i], row 2 i + 1: x1[i]
         groups = []
         if len(tris):
             centre, radius = _spheres(both, (2 * tris[:, :, None] + np.arange(2)).reshape(len(tris), -1))
-            rows, hit = np.flatnonzero(changed), np.flatnonzero(changed[tris].any(axis=1))
-            p1, t1 = geometry.sphere_pairs(gather(middle, rows), half[rows], centre, radius, limit)
-            p2, t2 = geometry.sphere_pairs(middle, half, gather(centre, hit), radius[hit], limit)
-            key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
-            p, t = key // len(tris), key % len(tris)
-            corners = tris[t]
-            keep = np.all(corners != p[:, None], axis=1) & self._allowed(p, t, "vf")
-            groups.append(_vf_touching(x0, x1, p[keep], corners[keep], tol))
+            p, t = self._vf_pairs_with(changed, middle, half, centre, radius, limit)
+            keep = self._vf_valid(p, t)
+            groups.append(_vf_touching(x0, x1, motion, p[keep], tris[t[keep]], tol))
         if len(edges):
             centre, radius = _spheres(both, (2 * edges[:, :, None] + np.arange(2)).reshape(len(edges), -1))
-            rows = np.flatnonzero(changed[edges].any(axis=1))
-            i, j = geometry.sphere_pairs(gather(centre, rows), radius[rows] + tol, centre, radius, limit)
-            i = rows[i]
-            key = np.unique(np.minimum(i, j) * len(edges) + np.maximum(i, j))
-            a, b = key // len(edges), key % len(edges)
-            ea, eb = edges[a], edges[b]
-            keep = (a < b) & np.all(ea[:, :, None] != eb[:, None, :], axis=(1, 2)) & self._allowed(a, b, "ee")
-            groups.append(_ee_touching(x0, x1, ea[keep], eb[keep], tol))
+            a, b = self._ee_pairs_with(changed, centre, radius, limit, tol)
+            keep = self._ee_valid(a, b)
+            groups.append(_ee_touching(x0, x1, motion, edges[a[keep]], edges[b[keep]], tol))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
 
     def untangle(self, x0, x1, held=None) -> int:

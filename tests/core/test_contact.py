@@ -591,5 +591,5 @@ def test_degenerate_triangles_take_the_closest_point_of_their_edges():
     # corners 1 and 2 coincide at the start; vertex 0 falls through the triangle as it opens
     x0 = np.array([(0.3, 0.2, 0.1), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (1.0, 0.0, 0.0)])
     x1 = np.array([(0.3, 0.2, -0.1), (0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0)])
-    touching = self_contact._vf_touching(x0, x1, np.array([0]), np.array([(1, 2, 3)]), 1e-6)
+    touching = self_contact._vf_touching(x0, x1, x1 - x0, np.array([0]), np.array([(1, 2, 3)]), 1e-6)
     assert touching.tolist() == [[0, 1, 2, 3]]
