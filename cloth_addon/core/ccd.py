@@ -21,7 +21,7 @@ middle and end.
 
 import numpy as np
 
-from .geometry import closest_points, segment_gap
+from .geometry import closest_points, cross, segment_gap
 
 # Bisection steps: the root's position is known to 2^-BISECTIONS of the substep.
 BISECTIONS = 40
@@ -35,9 +35,9 @@ def cubic_coefficients(u0, du, v0, dv, w0, dw):
     """(k, 4) coefficients c0..c3 of f(t) = ((u0 + t du) x (v0 + t dv)) . (w0 + t dw).
 
     All arguments (k, 3) float64."""
-    uv = np.cross(u0, v0)
-    mixed = np.cross(u0, dv) + np.cross(du, v0)
-    duv = np.cross(du, dv)
+    uv = cross(u0, v0)
+    mixed = cross(u0, dv) + cross(du, v0)
+    duv = cross(du, dv)
     return np.stack([_dot(uv, w0), _dot(uv, dw) + _dot(mixed, w0),
                      _dot(mixed, dw) + _dot(duv, w0), _dot(duv, dw)], axis=1)
 
@@ -113,16 +113,16 @@ def _in_plane_times(point0, point1, a0, a1, b0, b1, normal, length, tolerance):
     All arrays (k, 3) except length (k,), m."""
     e0, de = b0 - a0, (b1 - a1) - (b0 - a0)
     r0, dr = point0 - a0, (point1 - a1) - (point0 - a0)
-    coeff = np.stack([_dot(np.cross(e0, r0), normal),
-                      _dot(np.cross(e0, dr) + np.cross(de, r0), normal),
-                      _dot(np.cross(de, dr), normal), np.zeros(len(e0))], axis=1)
+    coeff = np.stack([_dot(cross(e0, r0), normal),
+                      _dot(cross(e0, dr) + cross(de, r0), normal),
+                      _dot(cross(de, dr), normal), np.zeros(len(e0))], axis=1)
     return cubic_roots(coeff, tolerance * length)
 
 
 def _plane_normal(*vectors):
     """(k, 3) unit normal of the plane the given (k, 3) directions nearly lie in: the largest of
     their pairwise cross products."""
-    crosses = np.stack([np.cross(u, v) for i, u in enumerate(vectors) for v in vectors[i + 1:]], axis=1)
+    crosses = np.stack([cross(u, v) for i, u in enumerate(vectors) for v in vectors[i + 1:]], axis=1)
     norms = np.linalg.norm(crosses, axis=2)
     best = crosses[np.arange(len(crosses)), norms.argmax(axis=1)]
     return best / np.maximum(norms.max(axis=1), 1e-300)[:, None]

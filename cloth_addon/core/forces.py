@@ -6,7 +6,6 @@ acceleration in m/s^2 that the solvers add to the inertial prediction.
 
 import numpy as np
 
-from .geometry import gather
 from .wind import air_velocity
 
 
@@ -29,8 +28,7 @@ def aerodynamic_forces(positions, velocities, faces, triangles, air, drag, lift)
     the same force per mass everywhere and drag alone does not bend it. The rate returned is
     (drag + lift) * A * |u| per face, shared the same way: a bound on d(force)/d(velocity).
     """
-    p0, p1, p2 = (gather(positions, triangles[:, k]) for k in range(3))
-    cross = faces.triangle_to_face @ np.cross(p1 - p0, p2 - p0)  # (m, 3), |cross| = 2 A
+    cross = faces.doubled_areas(positions, triangles)  # (m, 3), |cross| = 2 A
     twice_area = np.sqrt(np.einsum("ij,ij->i", cross, cross))
     area = 0.5 * twice_area
     normal = cross / np.maximum(twice_area, 1e-300)[:, None]

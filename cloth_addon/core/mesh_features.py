@@ -421,7 +421,7 @@ class SharpFeatures:
         u, v, w = corners[:, 0], corners[:, 1], corners[:, 2]
         # only a face's inside counts (its edges and corners are the other pairs'): the corner's
         # foot on the face's plane, and its height there
-        normal = np.cross(v - u, w - u)
+        normal = geometry.cross(v - u, w - u)
         normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
         height = np.einsum("ij,ij->i", u - c, normal)
         measured = np.abs(height)
@@ -502,7 +502,7 @@ def _keep(corners, reach, floor):
         # a plane through three points reach away is sqrt(reach^2 - R^2) off, R their circumradius
         u, v, w = corners[:, 0], corners[:, 1], corners[:, 2]
         sides = [np.einsum("ij,ij->i", e, e) for e in (v - u, w - v, u - w)]
-        normal = np.cross(v - u, w - u)
+        normal = geometry.cross(v - u, w - u)
         area2 = np.einsum("ij,ij->i", normal, normal)  # (2 area)^2
         sag2 = sides[0] * sides[1] * sides[2] / np.maximum(4.0 * area2, 1e-300)
     # (half the floor below the chord: a cloth resting on a rim, whose chords are right there,

@@ -668,7 +668,7 @@ class SelfContact:
                 p, tris, q, bary, gap, dist = p[near], tris[near], q[near], bary[near], gap[near], dist[near]
                 # the side at the start: the start triangle's normal, signed by where p was
                 a0, b0, c0 = (gather(x0, tris[:, k]) for k in range(3))
-                n0 = np.cross(b0 - a0, c0 - a0)
+                n0 = geometry.cross(b0 - a0, c0 - a0)
                 side = np.sign(np.einsum("ij,ij->i", gather(x0, p) - a0, n0))
                 q0 = np.einsum("ij,ijk->ik", bary, gather(x0, tris))
                 normal = self._direction(gap, dist, gather(x0, p) - q0, side[:, None] * n0)

@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from .geometry import cross
+
 STRUCTURAL, SHEAR, BEND = 0, 1, 2
 # Sewing springs (core/garment.py): loose edges of a mesh with faces, rest length 0.
 SEWING = 3
@@ -59,6 +61,32 @@ class Faces:
         """(m, t) sparse: sums a per-triangle quantity over each face's fan."""
         t = len(self.face_of_triangle)
         return sp.csr_matrix((np.ones(t), (self.face_of_triangle, np.arange(t))), shape=(len(self), t))
+
+    @functools.cached_property
+    def _uniform(self):
+        """The k corner columns ((m,) each, contiguous) when every face has the same k (3 or
+        4), else None."""
+        k = int(self.face_size[0]) if len(self.face_size) else 0
+        if k not in (3, 4) or np.any(self.face_size != k):
+            return None
+        corners = self.corners.reshape(-1, k)
+        return tuple(np.ascontiguousarray(corners[:, j]) for j in range(k))
+
+    def doubled_areas(self, positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+        """(m, 3) float64: each face's vector area times 2 (normal times twice the area, m^2),
+        from positions (n, 3) and the faces' fan triangles (t, 3).
+
+        Any triangulation of a polygon gives it the same vector area; a quad's is the cross
+        product of its diagonals, one product per face instead of two and a sum."""
+        uniform = self._uniform
+        if uniform is not None and len(uniform) == 4:
+            a, b, c, d = (np.take(positions, column, axis=0) for column in uniform)
+            c -= a
+            d -= b
+            return cross(c, d)
+        p0, p1, p2 = (np.take(positions, triangles[:, k], axis=0) for k in range(3))
+        doubled = cross(p1 - p0, p2 - p0)
+        return doubled if uniform is not None else self.triangle_to_face @ doubled
 
     def __len__(self) -> int:
         return len(self.face_size)
