@@ -98,6 +98,7 @@ class MeshCollider:
         self._cache = None  # MeshCollider.prepare's candidates
         self._sharp = None  # mesh_features.SharpFeatures, classified on first use
         self._incidence = None  # (cloth edges, their incidence, cloth triangles, theirs)
+        self._last_contacts = None  # the last projection's closest points (_known_contacts)
 
     # -- topology (fixed) -----------------------------------------------------------------
     def _topology(self):
@@ -355,26 +356,25 @@ class MeshCollider:
 
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the mesh: (rows (k,), unit normals (k, 3), surface displacement
-        (k, 3) at the contact from vertices `start` (v, 3) to now, or None)."""
+        (k, 3) at the contact from vertices `start` (v, 3) to now, or None).
+
+        Right after a projection (the contact stage's friction) the particles it left where they
+        are keep the closest points it found; only those moved since are looked up again."""
         self._refresh()
         reach = self.thickness + float(margin)
-        idx, rows, tri = self._select(positions, movable, reach, self.vertices)
-        points = np.take(positions, idx, axis=0)
-        plane = self._plane_coordinates(points, rows, tri)
-        # a pair farther than reach even by its lower bound is neither a contact nor nearer than one
-        bound = plane[:, 0] ** 2 + np.maximum(self._outside(plane, tri), 0.0) ** 2
-        near = np.flatnonzero(~(bound > reach * reach))
-        if len(near) == 0:
-            return near, np.zeros((0, 3)), None if start is None else np.zeros((0, 3))
-        sel, q, dist, triangle, region, bary = self._nearest(points, rows[near], tri[near], plane[near])
-        hit = dist <= reach
-        if not np.all(hit):
-            sel, q, dist, triangle, region, bary = (a[hit] for a in (sel, q, dist, triangle, region, bary))
-        rows = idx[sel]
-        if np.any(rows[1:] < rows[:-1]):  # particle order, whatever order the candidates came in
-            order = np.argsort(rows)
-            rows, q, dist, triangle, region, bary = (a[order] for a in
-                                                     (rows, q, dist, triangle, region, bary))
+        known = self._known_contacts(positions, reach)
+        if known is None:
+            rows, q, dist, triangle, region, bary = self._contacts(positions, movable, reach)
+        else:
+            # the particles where the last projection left them keep the closest points it found
+            (rows, q, dist, triangle, region, bary), afresh = known
+            afresh &= movable
+            fresh = self._contacts(positions, afresh, reach) if afresh.any() else None
+            if fresh is not None and len(fresh[0]):
+                order = np.argsort(np.concatenate([rows, fresh[0]]), kind="stable")
+                rows, q, dist, triangle, region, bary = (np.concatenate([a, b])[order] for a, b in
+                                                         zip((rows, q, dist, triangle, region, bary), fresh,
+                                                             strict=True))
         on = np.flatnonzero(dist <= 1e-9)
         normal = (positions[rows] - q) / np.where(dist > 1e-9, dist, 1.0)[:, None]
         if len(on):  # on the surface itself: the feature's pseudo-normal
@@ -388,6 +388,51 @@ class MeshCollider:
             moved = bary[:, :1] * corners[:, 0] + bary[:, 1:2] * corners[:, 1] + bary[:, 2:] * corners[:, 2]
         return rows, normal, moved
 
+    def _contacts(self, positions, movable, reach):
+        """The movable particles within reach of the mesh, ascending, with their closest points:
+        (rows (k,), q (k, 3), distance (k,), triangle (k,), region (k,), bary (k, 3))."""
+        idx, rows, tri = self._select(positions, movable, reach, self.vertices)
+        points = np.take(positions, idx, axis=0)
+        plane = self._plane_coordinates(points, rows, tri)
+        # a pair farther than reach even by its lower bound is neither a contact nor nearer than one
+        bound = plane[:, 0] ** 2 + np.maximum(self._outside(plane, tri), 0.0) ** 2
+        near = np.flatnonzero(~(bound > reach * reach))
+        if len(near) == 0:
+            return (near, np.zeros((0, 3)), np.zeros(0), near, np.zeros(0, dtype=np.int8), np.zeros((0, 3)))
+        sel, q, dist, triangle, region, bary = self._nearest(points, rows[near], tri[near], plane[near])
+        hit = dist <= reach
+        if not np.all(hit):
+            sel, q, dist, triangle, region, bary = (a[hit] for a in (sel, q, dist, triangle, region, bary))
+        rows = idx[sel]
+        if np.any(rows[1:] < rows[:-1]):  # particle order, whatever order the candidates came in
+            order = np.argsort(rows)
+            rows, q, dist, triangle, region, bary = (a[order] for a in
+                                                     (rows, q, dist, triangle, region, bary))
+        return rows, q, dist, triangle, region, bary
+
+    def _known_contacts(self, positions, reach):
+        """What the last projection found, for contact_normals: ((rows, q, distance, triangle,
+        region, bary) of the particles it left within reach and that have not moved since, (n,)
+        bool: the particles to look at afresh), or None when it does not cover the question
+        (another geometry or cloth, or a reach beyond the pairs it tested)."""
+        last = self._last_contacts
+        if (last is None or last[0] is not self.vertices or last[1].shape != positions.shape
+                or reach > last[2]):
+            return None
+        _, before, covered, rows, q, triangle, region, bary = last
+        shift = positions - before
+        shift = np.einsum("ij,ij->i", shift, shift)
+        listed = np.zeros(len(positions), dtype=bool)
+        listed[rows] = True
+        # A particle with no triangle within `covered` then has none within reach while it has
+        # moved less than covered - reach since (the other colliders' passes move it a little).
+        afresh = np.where(listed, shift > 0.0, shift > (covered - reach) ** 2)
+        points = np.take(positions, rows, axis=0)
+        gap = points - q
+        dist = np.sqrt(np.einsum("ij,ij->i", gap, gap))
+        keep = np.flatnonzero(~np.take(afresh, rows) & (dist <= reach))
+        return (rows[keep], q[keep], dist[keep], triangle[keep], region[keep], bary[keep]), afresh
+
     def _vertex_contacts(self, positions, previous, movable, reach, friction, before):
         """Cloth vertices against the mesh: crossings undone, then proximity (module docstring)."""
         mu = friction_coefficient(self, friction)
@@ -398,7 +443,12 @@ class MeshCollider:
         step = np.sqrt(np.einsum("ij,ij->i", step, step))
         idx, rows, tri = self._select(positions, movable, step + 2.0 * reach, before)
         if len(rows) == 0:
+            # no movable particle has a triangle within 2 reach: none touches (contact_normals)
+            none = np.zeros(0, dtype=np.int64)
+            self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach, none, np.zeros((0, 3)), none,
+                                   np.zeros(0, dtype=np.int8), np.zeros((0, 3)))
             return
+        self._last_contacts = None
         # every particle near the mesh (ids are distinct): work in place
         whole = len(idx) == len(positions) and not np.any(idx[1:] < idx[:-1])
         p = positions if whole else np.take(positions, idx, axis=0)
@@ -410,9 +460,18 @@ class MeshCollider:
             again[moved] = True
             again = np.flatnonzero(np.take(again, rows))
             plane[again] = self._plane_coordinates(p, rows[again], tri[again])
-        self._proximity(p, p0, rows, tri, plane, np.take(step, idx) + 2.0 * reach, reach, mu, motion)
+        covered = np.take(step, idx) + 2.0 * reach
+        nearest = self._proximity(p, p0, rows, tri, plane, covered, reach, mu, motion)
         if not whole:
             positions[idx] = p
+        if nearest is not None:
+            # for contact_normals: every triangle within 2 reach of a movable particle was a pair
+            sel, q, t, region, bary = nearest
+            rows = idx[sel]
+            if np.any(rows[1:] < rows[:-1]):  # particle order, as contact_normals gives them
+                order = np.argsort(rows)
+                rows, q, t, region, bary = rows[order], q[order], t[order], region[order], bary[order]
+            self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach, rows, q, t, region, bary)
 
     def _select(self, points, movable, need, before):
         """Candidate pairs: (particle ids (k,), rows (m,) into them, triangles (m,)) with every
@@ -638,8 +697,9 @@ class MeshCollider:
             offset[deep] = at - q[deep]
             inside[deep] = self.closed[t[deep]] & (np.einsum("ij,ij->i", offset[deep], normal[deep]) < 0.0)
         hit = inside | (d < reach)
+        nearest = (sel, q, t, reg, bary)
         if not np.any(hit):
-            return
+            return nearest
         tiny = d <= 1e-12 * max(reach, 1e-3)
         direction = offset / np.where(tiny, 1.0, d)[:, None]
         direction[inside] *= -1.0
@@ -658,6 +718,8 @@ class MeshCollider:
         if mu and mu > 0.0:
             t, bary, direction, d, inside = (a[hit] for a in (t, bary, direction, d, inside))
             self._friction(p, p0, sel, t, bary, direction, np.where(inside, reach + d, reach - d), mu, motion)
+            return None  # friction moved them along the surface: their closest points changed
+        return nearest
 
     def _friction(self, p, p0, rows, tri, bary, normal, depth, mu, motion):
         """Friction on the motion relative to the collider's surface at the contact point."""

@@ -229,6 +229,37 @@ def test_prepared_candidates_give_the_same_contacts_as_a_fresh_lookup(shape, mov
     assert np.allclose(surface, surface_prepared, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", ["sphere", "box"])
+def test_contact_normals_after_a_projection_equal_a_fresh_lookup(shape):
+    # contact_normals reuses the closest points of the last projection for the particles that
+    # have not moved since; those moved afterwards (another collider's pass, an edge contact)
+    # must be looked up again, a little or far
+    vertices, triangles = uv_sphere(0.5, 16, 8) if shape == "sphere" else _box()
+    rng = np.random.default_rng(7)
+    centre = vertices.mean(axis=0)
+    direction = rng.normal(size=(400, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    surface = MeshCollider(vertices, triangles).closest(centre + direction)[0]
+    previous = surface + direction * rng.uniform(0.0, 0.02, size=(400, 1))
+    positions = previous + rng.normal(scale=0.004, size=(400, 3))
+    positions[150:160] = previous[150:160] = surface[150:160] + 0.05 * direction[150:160]
+    movable = np.ones(400, dtype=bool)
+    movable[:10] = False
+    used = MeshCollider(vertices, triangles, thickness=0.002)
+    used.project(positions, previous, movable, margin=0.005, friction=None)
+    positions[100:140] += rng.normal(scale=0.003, size=(40, 3))  # a little: within reach or not
+    positions[140:150] -= 0.03 * direction[140:150]  # far, towards the body
+    positions[150:160] = surface[150:160] + 0.004 * direction[150:160]  # from beyond the pairs
+    fresh = MeshCollider(vertices, triangles, thickness=0.002)
+    rows, normal, moved = used.contact_normals(positions, 0.006, movable, used.vertices)
+    rows_fresh, normal_fresh, moved_fresh = fresh.contact_normals(positions, 0.006, movable, fresh.vertices)
+    assert np.array_equal(rows, rows_fresh) and len(rows) > 100
+    assert np.any((rows >= 100) & (rows < 150)), "some moved particles still touch"
+    assert np.all(np.isin(np.arange(150, 160), rows)), "and those that came from afar touch"
+    assert np.allclose(normal, normal_fresh, atol=1e-9)
+    assert np.array_equal(moved, moved_fresh)
+
+
 def test_update_with_the_same_vertices_keeps_the_collider_still():
     collider = MeshCollider([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
     vertices = collider.vertices
