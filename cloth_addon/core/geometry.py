@@ -29,6 +29,14 @@ def cross(u, v):
     return out
 
 
+def bounds(points):
+    """(low (3,), high (3,)): the bounding box of points (k, 3), k >= 1 (by column: numpy's
+    reductions along axis 0 of an (k, 3) array cost many times more)."""
+    low = np.array([points[:, 0].min(), points[:, 1].min(), points[:, 2].min()])
+    high = np.array([points[:, 0].max(), points[:, 1].max(), points[:, 2].max()])
+    return low, high
+
+
 def vector_lengths(vectors):
     """(k,) lengths of vectors (k, 3) (np.linalg.norm along a short axis is several times slower)."""
     return np.sqrt(_dot(vectors, vectors))
@@ -282,8 +290,7 @@ _FEW = 8
 def _touching_box(centres, radius, others, other_radius):
     """(k,) int64 rows of the spheres (centres (c, 3), radius (c,)) that reach the bounding box
     of the spheres (others (o, 3), other_radius (o,)), in ascending order."""
-    low = (others - other_radius[:, None]).min(axis=0)
-    high = (others + other_radius[:, None]).max(axis=0)
+    low, high = bounds(others - other_radius[:, None])[0], bounds(others + other_radius[:, None])[1]
     reach = radius[:, None]
     return np.flatnonzero(np.all((centres + reach >= low) & (centres - reach <= high), axis=1))
 

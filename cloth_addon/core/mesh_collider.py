@@ -167,6 +167,7 @@ class MeshCollider:
         self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
         self._tree = cKDTree(centroid)
         self._lo, self._hi = corners.min(axis=1), corners.max(axis=1)
+        self._bounds = geometry.bounds(v)
         # Plane coordinates: (p - a) . [n, g1, g2] = (height over the plane, barycentric v, w), with
         # g1, g2 the in-plane duals of the edges AB, AC; NaN for zero-area triangles.
         e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
@@ -194,6 +195,21 @@ class MeshCollider:
     def _pairs(self, points, radius):
         """(particle rows, triangle indices) of centroids within `radius` (scalar or (k,)) of points."""
         return geometry.ball_pairs(self._tree, points, radius)
+
+    def _apart(self, distance, before, *points):
+        """Whether the bounding box of the point sets (k, 3) (a cloth's start and end: its paths)
+        lies more than `distance` (m) from the mesh's over its sweep from `before` (v, 3) to
+        now, along some axis."""
+        low, high = self._bounds
+        if before is not self.vertices:
+            start = geometry.bounds(before)
+            low, high = np.minimum(low, start[0]), np.maximum(high, start[1])
+        boxes = [geometry.bounds(p) for p in points if len(p)]
+        if not boxes:
+            return True
+        p_low = np.min([box[0] for box in boxes], axis=0)
+        p_high = np.max([box[1] for box in boxes], axis=0)
+        return bool(np.any(p_low > high + distance) or np.any(p_high < low - distance))
 
     # -- queries ----------------------------------------------------------------------------
     def closest(self, points, max_distance=np.inf):
@@ -289,6 +305,8 @@ class MeshCollider:
         before = self.previous_vertices if sweep_from is None else sweep_from
         self._refresh()
         radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), len(positions))
+        if len(positions) and self._apart(float(radius.max()) * _SPARE, before, positions):
+            return  # nothing near: a projection that finds a particle near the mesh looks it up
         cache = self._cache
         if self._cached(before, len(positions)) and cache[1] is before:
             gap = positions - cache[2]
@@ -435,6 +453,11 @@ class MeshCollider:
 
     def _vertex_contacts(self, positions, previous, movable, reach, friction, before):
         """Cloth vertices against the mesh: crossings undone, then proximity (module docstring)."""
+        if self._apart(2.0 * reach, before, positions, previous):
+            # no path comes near the mesh (a floor under a cloth on a table): nothing to do, and
+            # no particle has a triangle within 2 reach (contact_normals)
+            self._no_contacts(positions, 2.0 * reach)
+            return
         mu = friction_coefficient(self, friction)
         motion = self.vertices - before if before is not self.vertices else None
         # Every triangle the path previous -> positions can cross is within the step of its end,
@@ -444,9 +467,7 @@ class MeshCollider:
         idx, rows, tri = self._select(positions, movable, step + 2.0 * reach, before)
         if len(rows) == 0:
             # no movable particle has a triangle within 2 reach: none touches (contact_normals)
-            none = np.zeros(0, dtype=np.int64)
-            self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach, none, np.zeros((0, 3)), none,
-                                   np.zeros(0, dtype=np.int8), np.zeros((0, 3)))
+            self._no_contacts(positions, 2.0 * reach)
             return
         self._last_contacts = None
         # every particle near the mesh (ids are distinct): work in place
@@ -472,6 +493,12 @@ class MeshCollider:
                 order = np.argsort(rows)
                 rows, q, t, region, bary = rows[order], q[order], t[order], region[order], bary[order]
             self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach, rows, q, t, region, bary)
+
+    def _no_contacts(self, positions, covered):
+        """Remember that no particle of positions (n, 3) has a triangle within `covered` m."""
+        none = np.zeros(0, dtype=np.int64)
+        self._last_contacts = (self.vertices, positions.copy(), covered, none, np.zeros((0, 3)), none,
+                               np.zeros(0, dtype=np.int8), np.zeros((0, 3)))
 
     def _select(self, points, movable, need, before):
         """Candidate pairs: (particle ids (k,), rows (m,) into them, triangles (m,)) with every
@@ -540,8 +567,8 @@ class MeshCollider:
             lo = np.minimum(self._lo, start.min(axis=1))
             hi = np.maximum(self._hi, start.max(axis=1))
         reach = radius[:, None]
-        rows = np.flatnonzero(np.all((points + reach >= lo.min(axis=0)) & (points - reach <= hi.max(axis=0)),
-                                     axis=1))
+        near = (points + reach >= geometry.bounds(lo)[0]) & (points - reach <= geometry.bounds(hi)[1])
+        rows = np.flatnonzero(near[:, 0] & near[:, 1] & near[:, 2])
         p, radius = points[rows], radius[rows]
         count = len(self.triangles)
         if count <= _DENSE_TRIANGLES:

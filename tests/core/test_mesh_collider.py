@@ -133,6 +133,20 @@ def test_a_particle_crossing_the_floor_of_an_open_corner_stays_in_the_corner():
     assert positions[0, 0] < 0.0 and positions[0, 2] > 0.0
 
 
+def test_a_path_past_a_corner_is_caught_though_each_end_is_clear_of_the_box():
+    # start above the box, end beside it: neither end is near the box, but the path cuts
+    # through its upper left corner (any quick "nothing near" test must take the whole path)
+    vertices, triangles = _box()
+    collider = MeshCollider(vertices, triangles, thickness=0.002)
+    previous = np.array([(0.45, 0.3, 0.9)])
+    positions = np.array([(-0.45, 0.3, -0.3)])
+    collider.project(positions, previous, np.ones(1, dtype=bool), margin=0.005, friction=None)
+    assert positions[0, 2] >= 0.4, "back on the top it came through"
+    far = np.array([(2.0, 0.3, 0.8)])
+    collider.project(far, far + (0.0, 0.0, 0.1), np.ones(1, dtype=bool), margin=0.005, friction=None)
+    assert np.array_equal(far, [(2.0, 0.3, 0.8)]), "one far away is left alone"
+
+
 def test_thin_plane_moving_one_metre_per_frame_does_not_tunnel():
     # A floating sheet (no gravity) and a thin two-triangle plane sweeping up through it at 1 m/frame.
     vertices, faces, _ = make_grid(7, 7, 0.6, "xy")
