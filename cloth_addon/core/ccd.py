@@ -21,7 +21,7 @@ middle and end.
 
 import numpy as np
 
-from .geometry import closest_points, cross, segment_gap
+from .geometry import closest_points, cross, row_all, row_max, segment_gap
 
 # Bisection steps: the root's position is known to 2^-BISECTIONS of the substep.
 BISECTIONS = 40
@@ -104,7 +104,7 @@ def _at(x0, x1, t):
 
 def _scale(*vectors):
     """A length scale per pair: the largest coordinate among the given (k, 3) arrays."""
-    return np.max([np.abs(v).max(axis=1) for v in vectors], axis=0)
+    return np.max([row_max(np.abs(v)) for v in vectors], axis=0)
 
 
 def _in_plane_times(point0, point1, a0, a1, b0, b1, normal, length, tolerance):
@@ -141,7 +141,7 @@ def _earliest_touch(u0, du, v0, dv, w0, dw, tolerance, gap_at, in_plane):
     # f is a volume (length^3): zero within the tolerance of a touch
     scale = tolerance * length * length
     roots = cubic_roots(coeff, scale)
-    flat = np.flatnonzero(np.all(np.abs(coeff) <= scale[:, None], axis=1))
+    flat = np.flatnonzero(row_all(np.abs(coeff) <= scale[:, None]))
     if len(flat):
         normal = _plane_normal(u0[flat], v0[flat], w0[flat], u0[flat] + du[flat], v0[flat] + dv[flat])
         # the cubic's own roots stay: points all but on one line have no plane of their own

@@ -14,7 +14,7 @@ Every collider has `project(positions, previous, movable, margin, friction)`:
 
 import numpy as np
 
-from .geometry import gather, push_features, vector_lengths
+from .geometry import gather, push_features, row_min, vector_lengths
 
 
 def friction_coefficient(collider, friction) -> float:
@@ -126,7 +126,7 @@ class SphereCollider:
         near = dist < reach + features.longest
         edges = edges[near[edges[:, 0]] & near[edges[:, 1]]]
         ends = gather(positions, edges) - center  # (k, 2, 3), after the vertex projection
-        outside = np.sqrt(np.einsum("ijk,ijk->ij", ends, ends)).min(axis=1) >= reach * (1.0 - 1e-9)
+        outside = np.sqrt(row_min(np.einsum("ijk,ijk->ij", ends, ends))) >= reach * (1.0 - 1e-9)
         edges = edges[outside]
         a, b = gather(positions, edges[:, 0]), gather(positions, edges[:, 1])
         ab = b - a

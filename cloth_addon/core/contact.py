@@ -176,7 +176,7 @@ class ContactStage:
         triangles near each particle's start x0, far enough for the rest of the substep."""
         # The first iterate's motion, doubled, plus a slack for what the later iterations add; a
         # particle that still goes farther is looked up afresh by the collider.
-        motion = 2.0 * np.linalg.norm(x - x0, axis=1) + _CANDIDATE_SLACK * self.sim.model.median_edge_length
+        motion = 2.0 * vector_lengths(x - x0) + _CANDIDATE_SLACK * self.sim.model.median_edge_length
         for collider in self.sim.colliders:
             if isinstance(collider, MeshCollider):
                 # a projection looks step + 2 reach around its end, itself up to `motion` from x0

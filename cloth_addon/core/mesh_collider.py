@@ -531,7 +531,7 @@ class MeshCollider:
         if self._closed_box is None:
             return inside
         low, high = self._closed_box
-        at = np.flatnonzero(which & np.all((points >= low) & (points <= high), axis=1))
+        at = np.flatnonzero(which & geometry.row_all((points >= low) & (points <= high)))
         if len(at):
             points = points[at]
             sel, q, _, t, region, _ = self._nearest(points, *self._deep_pairs(points))
@@ -577,7 +577,7 @@ class MeshCollider:
             else:
                 pr, tri = np.repeat(np.arange(len(p)), count), np.tile(np.arange(count), len(p))
         else:
-            shift = 0.0 if still else float(np.linalg.norm(self.vertices - before, axis=1).max())
+            shift = 0.0 if still else float(geometry.vector_lengths(self.vertices - before).max())
             pr, tri = self._pairs(p, self._radius + radius + shift)
         if still:
             plane = self._plane_coordinates(p, pr, tri)
@@ -603,7 +603,7 @@ class MeshCollider:
             return rows, tri
         lonely = np.ones(len(p), dtype=bool)
         lonely[rows] = False
-        lonely &= np.all((p >= self._closed_box[0]) & (p <= self._closed_box[1]), axis=1)
+        lonely &= geometry.row_all((p >= self._closed_box[0]) & (p <= self._closed_box[1]))
         if not np.any(lonely):
             return rows, tri
         which = np.flatnonzero(lonely)
@@ -652,7 +652,7 @@ class MeshCollider:
             start, end = before[tris], self.vertices[tris]  # (k, 3 corners, 3)
             corners = [start[:, k] + at * (end[:, k] - start[:, k]) for k in range(3)]
             x = p0[rows] + at * (p[rows] - p0[rows])
-            hit = np.all(geometry.barycentric(x, *corners) >= -_CROSS_SLACK, axis=1)
+            hit = geometry.row_all(geometry.barycentric(x, *corners) >= -_CROSS_SLACK)
         if not np.any(hit):
             return rows[:0]
         rows, tri, t, h0, plane = rows[hit], tri[hit], t[hit], h0[hit], plane[hit]

@@ -351,7 +351,7 @@ class SharpFeatures:
                 kept["rate"][test] = 1.0 + (0.0 if rate is None else rate)
                 # a point of the cloth inside the body got there this substep: no deeper than
                 # its item's vertices moved, beyond reach and the item's own size
-                limit = reach + size + moved[who].max(axis=1)
+                limit = reach + size + geometry.row_max(moved[who])
                 work.append([kept, test, who, feature[test], keep, limit, contact, corners,
                              keep if rate is not None else most])
         # the bounds hold for x as it is now: the next call counts the pushes below as motion
@@ -391,7 +391,7 @@ class SharpFeatures:
         if len(near) == 0:
             return _no_contacts(measured, 2, 2)
         g, s, t, dist, sharp, reach = (v[near] for v in (g, s, t, measured, sharp, reach))
-        inward = np.all(np.einsum("ijk,ik->ij", self.edge_normals[sharp], g) < 0.0, axis=1)
+        inward = geometry.row_all(np.einsum("ijk,ik->ij", self.edge_normals[sharp], g) < 0.0)
         inward &= dist <= depth_limit[near]
         if np.any(inward):
             # behind both faces is inside the body only near the edge: not past its ends' faces
@@ -399,7 +399,7 @@ class SharpFeatures:
             at = near[rows]
             inward[rows] = inside(p[at] + s[rows, None] * (q[at] - p[at]))
             _nearest_only(inward, item[near], dist)
-        outward = np.all(np.einsum("ijk,ik->ij", self.edge_into[sharp], g) <= 1e-9 * dist[:, None], axis=1)
+        outward = geometry.row_all(np.einsum("ijk,ik->ij", self.edge_into[sharp], g) <= 1e-9 * dist[:, None])
         hit = np.flatnonzero((outward & (dist < reach)) | inward)
         g, s, t, dist, inward, sharp, reach = (v[hit] for v in (g, s, t, dist, inward, sharp, reach))
         bisector = self.bisector[sharp]
@@ -428,19 +428,19 @@ class SharpFeatures:
         near = np.flatnonzero(measured <= np.maximum(reach, depth_limit))
         if len(near):
             bary = geometry.barycentric(c[near], u[near], v[near], w[near])
-            inner = np.all(bary > 0.0, axis=1)  # (NaN for a degenerate face: never)
+            inner = geometry.row_all(bary > 0.0)  # (NaN for a degenerate face: never)
             near, bary = near[inner], bary[inner]
         # elsewhere a lower bound of the distance, what the caller keeps of it: the height, or
         # the distance to the face's bounding sphere about its centroid
         centre = corners.mean(axis=1)
         spoke = corners - centre[:, None]
-        radius = np.sqrt(np.einsum("ijk,ijk->ij", spoke, spoke).max(axis=1))
+        radius = np.sqrt(geometry.row_max(np.einsum("ijk,ijk->ij", spoke, spoke)))
         measured = np.maximum(measured, np.sqrt(np.einsum("ij,ij->i", c - centre, c - centre)) - radius)
         if len(near) == 0:
             return _no_contacts(measured, 3, 1)
         g = height[near, None] * normal[near]
         dist, corner, reach = np.abs(height[near]), corner[near], reach[near]
-        inward = np.all(np.einsum("ijk,ik->ij", self.corner_normals[corner], g) < 0.0, axis=1)
+        inward = geometry.row_all(np.einsum("ijk,ik->ij", self.corner_normals[corner], g) < 0.0)
         inward &= dist <= depth_limit[near]
         if np.any(inward):
             # behind every face at the corner is inside the body only near it
@@ -448,7 +448,7 @@ class SharpFeatures:
             inward[rows] = inside(c[near[rows]] + g[rows])
             _nearest_only(inward, item[near], dist)
         edges = self.corner_edges[corner]
-        outward = np.all(np.einsum("ijk,ik->ij", edges, g) <= 1e-9 * dist[:, None], axis=1)
+        outward = geometry.row_all(np.einsum("ijk,ik->ij", edges, g) <= 1e-9 * dist[:, None])
         hit = np.flatnonzero((outward & (dist < reach)) | inward)
         g, dist, inward, corner, bary, reach = (v[hit] for v in (g, dist, inward, corner, bary, reach))
         unit = g / np.maximum(dist, 1e-300)[:, None]
@@ -456,7 +456,7 @@ class SharpFeatures:
         # it points into the normal cone; else out along the corner's axis, as far as that takes
         # the face's plane beyond the corner.
         back = -unit
-        cone = np.all(np.einsum("ijk,ik->ij", self.corner_edges[corner], back) <= 1e-9, axis=1)
+        cone = geometry.row_all(np.einsum("ijk,ik->ij", self.corner_edges[corner], back) <= 1e-9)
         axis = self.corner_axis[corner]
         slant = np.maximum(np.einsum("ij,ij->i", axis, back), 0.3)
         inward_direction = np.where(cone[:, None], back, axis)

@@ -128,7 +128,7 @@ def _pairwise(mean):
 
 def _most(values, index):
     """(k,) the largest of values (m,) over each row of index (k, w): column by column, which is
-    many times faster than a reduction along a short axis."""
+    many times faster than a reduction along a short axis (geometry.row_max)."""
     out = values[index[:, 0]]
     for column in range(1, index.shape[1]):
         np.maximum(out, values[index[:, column]], out=out)
@@ -145,23 +145,18 @@ def _largest(values, columns):
 
 def _longest(vectors):
     """(k,) the longest of each row of vectors (k, m, 3)."""
-    return np.sqrt(_widest(np.einsum("ijk,ijk->ij", vectors, vectors)))
-
-
-def _widest(array):
-    """(k,) the largest entry of each row of array (k, w), column by column (see _most)."""
-    out = array[:, 0].copy()
-    for column in range(1, array.shape[1]):
-        np.maximum(out, array[:, column], out=out)
-    return out
+    return np.sqrt(geometry.row_max(np.einsum("ijk,ijk->ij", vectors, vectors)))
 
 
 def _spheres(x, features):
     """(centres (k, 3), radii (k,)) of bounding spheres of features (k, m) vertex ids at x."""
     corners = gather(x, features)
-    centre = corners.mean(axis=1)
+    centre = corners[:, 0].copy()  # the mean by columns (a reduction along the short axis is slow)
+    for column in range(1, corners.shape[1]):
+        centre += corners[:, column]
+    centre /= corners.shape[1]
     offset = corners - centre[:, None]
-    return centre, np.sqrt(_widest(np.einsum("ijk,ijk->ij", offset, offset)))
+    return centre, np.sqrt(geometry.row_max(np.einsum("ijk,ijk->ij", offset, offset)))
 
 
 def _member(keys, table):
@@ -343,7 +338,7 @@ class SelfContact:
         centre_radius (t,) of the triangles) overlap: moved vertices against every triangle,
         and every vertex against the triangles with a moved corner."""
         tris = self.triangles
-        rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
+        rows, hit = np.flatnonzero(moved), np.flatnonzero(geometry.row_any(moved[tris]))
         p1, t1 = geometry.sphere_pairs(gather(points, rows), point_radius[rows], centres, centre_radius,
                                        limit)
         p2, t2 = geometry.sphere_pairs(points, point_radius, gather(centres, hit), centre_radius[hit],
@@ -356,7 +351,7 @@ class SelfContact:
         spheres (centres (e, 3), radius (e,)) overlap, the moved edges' reaching `extra` m
         further (a pair of two moved edges is found from both ends, and listed once)."""
         edges = self.edges
-        rows = np.flatnonzero(moved[edges].any(axis=1))
+        rows = np.flatnonzero(geometry.row_any(moved[edges]))
         i, j = geometry.sphere_pairs(gather(centres, rows), radius[rows] + extra, centres, radius, limit)
         i = rows[i]
         key = np.unique(np.minimum(i, j) * len(edges) + np.maximum(i, j))
@@ -411,7 +406,7 @@ class SelfContact:
                 vf_p, vf_t, spacing = (np.concatenate(column) for column in zip(*found, strict=True))
             else:
                 if within:  # moved vertices against moved triangles
-                    rows, hit = np.flatnonzero(moved), np.flatnonzero(moved[tris].any(axis=1))
+                    rows, hit = np.flatnonzero(moved), np.flatnonzero(geometry.row_any(moved[tris]))
                     p1, t1 = geometry.sphere_pairs(gather(x, rows), reach[rows], gather(centre, hit),
                                                    radius[hit] + tri_reach[hit], limit)
                     key = np.sort(rows[p1] * len(tris) + hit[t1])
@@ -454,7 +449,7 @@ class SelfContact:
                 ea, eb, spacing = (np.concatenate(column) for column in zip(*found, strict=True))
                 ea, eb = np.minimum(ea, eb), np.maximum(ea, eb)
             elif within:
-                rows = np.flatnonzero(moved[edges].any(axis=1))
+                rows = np.flatnonzero(geometry.row_any(moved[edges]))
                 ea, eb = geometry.sphere_pairs_within(gather(middle, rows), extent[rows], limit)
                 ea, eb = rows[ea], rows[eb]  # rows ascend: ea < eb still
                 order = np.argsort(ea * len(edges) + eb)
@@ -839,7 +834,7 @@ class SelfContact:
             zone_of = first[label]
             before = x1.copy()
             self._move_zones(x0, x1, in_zone, label, pinned, held)
-            changed = np.any(x1 != before, axis=1)
+            changed = geometry.row_any(x1 != before)
             moved = changed.any()
             # a touching pair none of whose vertices moved still touches: test it again too
             changed[touching.ravel()] = True
