@@ -172,6 +172,7 @@ class MeshCollider:
         # g1, g2 the in-plane duals of the edges AB, AC; NaN for zero-area triangles.
         e1, e2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
         d00, d01, d11 = (np.einsum("ij,ij->i", x, y) for x, y in ((e1, e1), (e1, e2), (e2, e2)))
+        self._gram = (d00, d01, d11)  # for _closest_outside
         denom = d00 * d11 - d01 * d01
         twice_area = np.sqrt(np.maximum(denom, 0.0))
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -269,11 +270,8 @@ class MeshCollider:
         bound = height * height + np.maximum(outside, 0.0) ** 2
         full = np.flatnonzero(~face & ~(bound >= np.take(best, rows) ** 2))
         if len(full):
-            corners = self.vertices[self.triangles[tri[full]]]
-            at = np.take(points, rows[full], axis=0)
-            q_full, bary_full, region_full = geometry.closest_points(at, *(corners[:, k] for k in range(3)))
-            gap = at - q_full
-            dist[full] = np.sqrt(np.einsum("ij,ij->i", gap, gap))
+            q_full, bary_full, region_full, dist[full] = self._closest_outside(points, rows[full], tri[full],
+                                                                               np.take(plane, full, axis=0))
             np.minimum.at(best, rows[full], dist[full])
         # the first pair of each point at its least distance
         equal = np.flatnonzero(dist == np.take(best, rows))
@@ -291,6 +289,58 @@ class MeshCollider:
             where = where[exact]
             q[exact], bary[exact], region[exact] = q_full[where], bary_full[where], region_full[where]
         return sel, q, d, t, region, bary
+
+    def _closest_outside(self, points, rows, tri, plane):
+        """Closest points of triangles tri to points[rows] whose foot on the triangle's plane lies
+        outside it: (q (k, 3), bary (k, 3), region (k,) int8, distance (k,)).
+
+        The closest point is then on an edge, found from the plane coordinates (h, v, w): with
+        p - a = h n + v ab + w ac, each edge's parameter and the in-plane distance to it are
+        scalar expressions in v, w and the triangle's Gram entries |ab|^2, ab.ac, |ac|^2 (a few
+        passes over (k,) arrays instead of Ericson's region tests on (k, 3) ones). Zero-area
+        triangles (no plane coordinates) take geometry.closest_points."""
+        at = np.take(points, rows, axis=0)
+        corners = self.vertices[self.triangles[tri]]
+        h, v, w = plane[:, 0], plane[:, 1], plane[:, 2]
+        g00, g01, g11 = (np.take(g, tri) for g in self._gram)
+        # edges as (start weights, direction weights) in (ab, ac): a + r ab, a + r ac, b + r (ac - ab)
+        best = np.full(len(rows), np.inf)
+        param = np.zeros(len(rows))
+        edge = np.zeros(len(rows), dtype=np.int8)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for k, (sv, sw, dv, dw) in enumerate(((0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0),
+                                                   (1.0, 0.0, -1.0, 1.0))):
+                ov, ow = v - sv, w - sw  # p - start in (ab, ac), its in-plane part
+                along = (ov * dv * g00 + (ov * dw + ow * dv) * g01 + ow * dw * g11)
+                length = dv * dv * g00 + 2.0 * dv * dw * g01 + dw * dw * g11
+                r = np.clip(along / length, 0.0, 1.0)
+                ev, ew = ov - r * dv, ow - r * dw
+                gap = ev * ev * g00 + 2.0 * ev * ew * g01 + ew * ew * g11
+                closer = gap < best
+                best[closer], param[closer], edge[closer] = gap[closer], r[closer], k
+        bary = np.zeros((len(rows), 3))
+        # edge 0: AB (1 - r, r, 0); edge 1: AC (1 - r, 0, r); edge 2: BC (0, 1 - r, r)
+        first = np.array([0, 0, 1])[edge]
+        second = np.array([1, 2, 2])[edge]
+        index = np.arange(len(rows))
+        bary[index, first] = 1.0 - param
+        bary[index, second] += param
+        kinds = np.array([geometry.EDGE_AB, geometry.EDGE_CA, geometry.EDGE_BC], dtype=np.int8)
+        region = kinds[edge]
+        ends = np.array([[geometry.VERTEX_A, geometry.VERTEX_B], [geometry.VERTEX_A, geometry.VERTEX_C],
+                         [geometry.VERTEX_B, geometry.VERTEX_C]], dtype=np.int8)
+        at_start, at_end = param <= 0.0, param >= 1.0
+        region[at_start] = ends[edge[at_start], 0]
+        region[at_end] = ends[edge[at_end], 1]
+        q = bary[:, :1] * corners[:, 0] + bary[:, 1:2] * corners[:, 1] + bary[:, 2:] * corners[:, 2]
+        dist = np.sqrt(h * h + np.maximum(best, 0.0))
+        flat = np.flatnonzero(~np.isfinite(dist))
+        if len(flat):
+            q[flat], bary[flat], region[flat] = geometry.closest_points(at[flat],
+                                                                        *(corners[flat, k] for k in range(3)))
+            gap = at[flat] - q[flat]
+            dist[flat] = np.sqrt(np.einsum("ij,ij->i", gap, gap))
+        return q, bary, region, dist
 
     # -- collision ----------------------------------------------------------------------------
     def prepare(self, positions, radius, movable, sweep_from=None) -> None:

@@ -66,6 +66,35 @@ def test_closest_points_match_brute_force():
     assert np.allclose(bary.sum(axis=1), 1.0) and np.all(bary >= -1e-12)
 
 
+def test_closest_points_outside_a_triangle_match_ericson():
+    # the mesh collider's edge-and-vertex closest points, from plane coordinates, against
+    # geometry.closest_points (Ericson's regions) on random triangles, zero-area ones included
+    rng = np.random.default_rng(3)
+    vertices = rng.normal(size=(60, 3))
+    triangles = rng.integers(0, 60, size=(300, 3))
+    triangles = triangles[(triangles[:, 0] != triangles[:, 1]) & (triangles[:, 1] != triangles[:, 2])
+                          & (triangles[:, 0] != triangles[:, 2])]
+    triangles[:5, 2] = triangles[:5, 0]  # coincident corners
+    ends = vertices[triangles[5:8, 0]] + vertices[triangles[5:8, 1]]
+    vertices[triangles[5:8, 2]] = 0.5 * ends  # collinear
+    collider = MeshCollider(vertices, triangles)
+    collider._refresh()
+    points = 1.5 * rng.normal(size=(3000, 3))
+    rows, tri = np.arange(3000), rng.integers(0, len(triangles), 3000)
+    tri[:40] = np.arange(40) % 8  # the degenerate ones
+    plane = collider._plane_coordinates(points, rows, tri)
+    out = np.flatnonzero(~(collider._outside(plane, tri) <= 0.0))
+    q, bary, region, dist = collider._closest_outside(points, rows[out], tri[out], plane[out])
+    corners = vertices[triangles[tri[out]]]
+    q_ref, _, region_ref = closest_points(points[out], *(corners[:, k] for k in range(3)))
+    assert len(out) > 2000
+    assert np.allclose(dist, np.linalg.norm(points[out] - q_ref, axis=1), atol=1e-12)
+    assert np.allclose(q, q_ref, atol=1e-12)
+    assert np.allclose(np.einsum("ij,ijk->ik", bary, corners), q, atol=1e-12)
+    regular = np.flatnonzero(tri[out] >= 8)
+    assert np.array_equal(region[regular], region_ref[regular])
+
+
 @pytest.mark.parametrize("shape", ["sphere", "notched_box"])
 def test_closest_and_inside_match_brute_force_on_random_points(shape):
     vertices, triangles = uv_sphere(0.5, 12, 6) if shape == "sphere" else _box()
