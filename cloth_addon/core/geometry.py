@@ -30,8 +30,10 @@ def cross(u, v):
 
 
 def bounds(points):
-    """(low (3,), high (3,)): the bounding box of points (k, 3), k >= 1 (by column: numpy's
-    reductions along axis 0 of an (k, 3) array cost many times more)."""
+    """(low (3,), high (3,)): the bounding box of points (k, 3), k >= 1 (by column where that
+    is cheaper: numpy's reductions along axis 0 of a long (k, 3) array cost many times more)."""
+    if len(points) < 128:  # below that, the two reductions' fixed cost is the lower
+        return points.min(axis=0), points.max(axis=0)
     low = np.array([points[:, 0].min(), points[:, 1].min(), points[:, 2].min()])
     high = np.array([points[:, 0].max(), points[:, 1].max(), points[:, 2].max()])
     return low, high
