@@ -124,6 +124,8 @@ class SphereCollider:
         # from the rest shape) of the centre.
         edges = features.edges
         near = dist < reach + features.longest
+        if not near.any():
+            return
         edges = edges[near[edges[:, 0]] & near[edges[:, 1]]]
         ends = gather(positions, edges) - center  # (k, 2, 3), after the vertex projection
         outside = np.sqrt(row_min(np.einsum("ijk,ijk->ij", ends, ends))) >= reach * (1.0 - 1e-9)
