@@ -430,7 +430,7 @@ class MeshCollider:
         are keep the closest points it found; only those moved since are looked up again."""
         self._refresh()
         reach = self.thickness + float(margin)
-        known = self._known_contacts(positions, reach)
+        known = self._known_contacts(positions, reach, movable)
         if known is None:
             rows, q, dist, triangle, region, bary = self._contacts(positions, movable, reach)
         else:
@@ -478,16 +478,17 @@ class MeshCollider:
                                                      (rows, q, dist, triangle, region, bary))
         return rows, q, dist, triangle, region, bary
 
-    def _known_contacts(self, positions, reach):
+    def _known_contacts(self, positions, reach, movable):
         """What the last projection found, for contact_normals: ((rows, q, distance, triangle,
         region, bary) of the particles it left within reach and that have not moved since, (n,)
-        bool: the particles to look at afresh), or None when it does not cover the question
-        (another geometry or cloth, or a reach beyond the pairs it tested)."""
+        bool: the particles to look at afresh, among them those `movable` now that it did not
+        test), or None when it does not cover the question (another geometry or cloth, or a
+        reach beyond the pairs it tested)."""
         last = self._last_contacts
         if (last is None or last[0] is not self.vertices or last[1].shape != positions.shape
                 or reach > last[2]):
             return None
-        _, before, covered, rows, q, triangle, region, bary = last
+        _, before, covered, rows, q, triangle, region, bary, tested = last
         shift = positions - before
         shift = np.einsum("ij,ij->i", shift, shift)
         listed = np.zeros(len(positions), dtype=bool)
@@ -495,6 +496,8 @@ class MeshCollider:
         # A particle with no triangle within `covered` then has none within reach while it has
         # moved less than covered - reach since (the other colliders' passes move it a little).
         afresh = np.where(listed, shift > 0.0, shift > (covered - reach) ** 2)
+        if tested is not None:
+            afresh |= movable & ~tested
         points = np.take(positions, rows, axis=0)
         gap = points - q
         dist = np.sqrt(np.einsum("ij,ij->i", gap, gap))
@@ -506,7 +509,7 @@ class MeshCollider:
         if self._apart(2.0 * reach, before, positions, previous):
             # no path comes near the mesh (a floor under a cloth on a table): nothing to do, and
             # no particle has a triangle within 2 reach (contact_normals)
-            self._no_contacts(positions, 2.0 * reach)
+            self._no_contacts(positions, 2.0 * reach, None)
             return
         mu = friction_coefficient(self, friction)
         motion = self.vertices - before if before is not self.vertices else None
@@ -517,7 +520,7 @@ class MeshCollider:
         idx, rows, tri = self._select(positions, movable, step + 2.0 * reach, before)
         if len(rows) == 0:
             # no movable particle has a triangle within 2 reach: none touches (contact_normals)
-            self._no_contacts(positions, 2.0 * reach)
+            self._no_contacts(positions, 2.0 * reach, movable)
             return
         self._last_contacts = None
         # every particle near the mesh (ids are distinct): work in place
@@ -542,13 +545,15 @@ class MeshCollider:
             if np.any(rows[1:] < rows[:-1]):  # particle order, as contact_normals gives them
                 order = np.argsort(rows)
                 rows, q, t, region, bary = rows[order], q[order], t[order], region[order], bary[order]
-            self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach, rows, q, t, region, bary)
+            self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach, rows, q, t, region, bary,
+                                   movable)
 
-    def _no_contacts(self, positions, covered):
-        """Remember that no particle of positions (n, 3) has a triangle within `covered` m."""
+    def _no_contacts(self, positions, covered, tested):
+        """Remember that no particle of positions (n, 3) (of those in the mask `tested`, None:
+        all) has a triangle within `covered` m."""
         none = np.zeros(0, dtype=np.int64)
         self._last_contacts = (self.vertices, positions.copy(), covered, none, np.zeros((0, 3)), none,
-                               np.zeros(0, dtype=np.int8), np.zeros((0, 3)))
+                               np.zeros(0, dtype=np.int8), np.zeros((0, 3)), tested)
 
     def _select(self, points, movable, need, before):
         """Candidate pairs: (particle ids (k,), rows (m,) into them, triangles (m,)) with every

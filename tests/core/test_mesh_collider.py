@@ -301,6 +301,12 @@ def test_contact_normals_after_a_projection_equal_a_fresh_lookup(shape):
     assert np.all(np.isin(np.arange(150, 160), rows)), "and those that came from afar touch"
     assert np.allclose(normal, normal_fresh, atol=1e-9)
     assert np.array_equal(moved, moved_fresh)
+    # particles the projection was not asked to move (pinned then) are looked up when they are now
+    everyone = np.ones(400, dtype=bool)
+    rows, normal, _ = used.contact_normals(positions, 0.006, everyone, used.vertices)
+    rows_fresh, normal_fresh, _ = fresh.contact_normals(positions, 0.006, everyone, fresh.vertices)
+    assert np.array_equal(rows, rows_fresh) and np.any(rows < 10)
+    assert np.allclose(normal, normal_fresh, atol=1e-9)
 
 
 def test_update_with_the_same_vertices_keeps_the_collider_still():
