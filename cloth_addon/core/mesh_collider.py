@@ -55,6 +55,13 @@ _SPARE = 1.25
 # Barycentric slack of the crossing test, so a path through a shared edge hits one of the two.
 _CROSS_SLACK = 1e-7
 
+# _closest_outside's three edges AB, AC, BC: their regions, their end vertices' regions, and the
+# corners (0 = A, 1 = B, 2 = C) that take weights 1 - r and r at the edge parameter r
+_EDGE_REGION = np.array([geometry.EDGE_AB, geometry.EDGE_CA, geometry.EDGE_BC], dtype=np.int8)
+_EDGE_ENDS = np.array([[geometry.VERTEX_A, geometry.VERTEX_B], [geometry.VERTEX_A, geometry.VERTEX_C],
+                       [geometry.VERTEX_B, geometry.VERTEX_C]], dtype=np.int8)
+_EDGE_CORNERS = np.array([[0, 1], [0, 2], [1, 2]])
+
 
 def _as_vertices(vertices, count=None) -> np.ndarray:
     array = np.array(vertices, dtype=np.float64)
@@ -319,19 +326,13 @@ class MeshCollider:
                 closer = gap < best
                 best[closer], param[closer], edge[closer] = gap[closer], r[closer], k
         bary = np.zeros((len(rows), 3))
-        # edge 0: AB (1 - r, r, 0); edge 1: AC (1 - r, 0, r); edge 2: BC (0, 1 - r, r)
-        first = np.array([0, 0, 1])[edge]
-        second = np.array([1, 2, 2])[edge]
         index = np.arange(len(rows))
-        bary[index, first] = 1.0 - param
-        bary[index, second] += param
-        kinds = np.array([geometry.EDGE_AB, geometry.EDGE_CA, geometry.EDGE_BC], dtype=np.int8)
-        region = kinds[edge]
-        ends = np.array([[geometry.VERTEX_A, geometry.VERTEX_B], [geometry.VERTEX_A, geometry.VERTEX_C],
-                         [geometry.VERTEX_B, geometry.VERTEX_C]], dtype=np.int8)
+        bary[index, _EDGE_CORNERS[edge, 0]] = 1.0 - param
+        bary[index, _EDGE_CORNERS[edge, 1]] = param
+        region = _EDGE_REGION[edge]
         at_start, at_end = param <= 0.0, param >= 1.0
-        region[at_start] = ends[edge[at_start], 0]
-        region[at_end] = ends[edge[at_end], 1]
+        region[at_start] = _EDGE_ENDS[edge[at_start], 0]
+        region[at_end] = _EDGE_ENDS[edge[at_end], 1]
         q = bary[:, :1] * corners[:, 0] + bary[:, 1:2] * corners[:, 1] + bary[:, 2:] * corners[:, 2]
         dist = np.sqrt(h * h + np.maximum(best, 0.0))
         flat = np.flatnonzero(~np.isfinite(dist))
@@ -471,12 +472,7 @@ class MeshCollider:
         hit = dist <= reach
         if not np.all(hit):
             sel, q, dist, triangle, region, bary = (a[hit] for a in (sel, q, dist, triangle, region, bary))
-        rows = idx[sel]
-        if np.any(rows[1:] < rows[:-1]):  # particle order, whatever order the candidates came in
-            order = np.argsort(rows)
-            rows, q, dist, triangle, region, bary = (a[order] for a in
-                                                     (rows, q, dist, triangle, region, bary))
-        return rows, q, dist, triangle, region, bary
+        return _in_particle_order(idx[sel], q, dist, triangle, region, bary)
 
     def _known_contacts(self, positions, reach, movable):
         """What the last projection found, for contact_normals: ((rows, q, distance, triangle,
@@ -540,13 +536,9 @@ class MeshCollider:
             positions[idx] = p
         if nearest is not None:
             # for contact_normals: every triangle within 2 reach of a movable particle was a pair
-            sel, q, t, region, bary = nearest
-            rows = idx[sel]
-            if np.any(rows[1:] < rows[:-1]):  # particle order, as contact_normals gives them
-                order = np.argsort(rows)
-                rows, q, t, region, bary = rows[order], q[order], t[order], region[order], bary[order]
-            self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach, rows, q, t, region, bary,
-                                   movable)
+            sel, *found = nearest
+            self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach,
+                                   *_in_particle_order(idx[sel], *found), movable)
 
     def _no_contacts(self, positions, covered, tested):
         """Remember that no particle of positions (n, 3) (of those in the mask `tested`, None:
@@ -623,7 +615,7 @@ class MeshCollider:
             hi = np.maximum(self._hi, start.max(axis=1))
         reach = radius[:, None]
         near = (points + reach >= geometry.bounds(lo)[0]) & (points - reach <= geometry.bounds(hi)[1])
-        rows = np.flatnonzero(near[:, 0] & near[:, 1] & near[:, 2])
+        rows = np.flatnonzero(geometry.row_all(near))
         p, radius = points[rows], radius[rows]
         count = len(self.triangles)
         if count <= _DENSE_TRIANGLES:
@@ -813,3 +805,12 @@ class MeshCollider:
         moved = p[rows]
         _apply_friction(moved, start, np.ones(len(rows), dtype=bool), normal, depth, mu)
         p[rows] = moved
+
+
+def _in_particle_order(rows, *columns):
+    """rows (k,) particle ids and the arrays (k, ...) that go with them, sorted by particle
+    (as contact_normals gives them), whatever order the candidates came in."""
+    if not np.any(rows[1:] < rows[:-1]):
+        return (rows, *columns)
+    order = np.argsort(rows)
+    return (rows[order], *(column[order] for column in columns))
