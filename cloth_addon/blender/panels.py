@@ -115,7 +115,9 @@ class CLOTH_ADDON_PT_damping(ClothSubPanel, bpy.types.Panel):
     bl_label = "Damping"
 
     def draw_settings(self, layout, props, obj):
-        layout.prop(props, "damping")
+        col = layout.column(align=True)
+        col.prop(props, "damping")
+        col.prop(props, "spring_damping")
 
 
 class CLOTH_ADDON_PT_shape(ClothSubPanel, bpy.types.Panel):

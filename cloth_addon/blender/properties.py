@@ -74,6 +74,12 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
     damping: FloatProperty(
         name="Damping", default=0.05, min=0.0, max=0.99, precision=3, update=_invalidate,
         description="Fraction of velocity removed each frame")
+    spring_damping: FloatProperty(
+        name="Stretch Damping", default=1e-3, min=0.0, soft_max=0.01, precision=4, unit="TIME_ABSOLUTE",
+        update=_invalidate,
+        description="Seconds: each spring resists the rate of its own stretching with this times its "
+                    "stiffness; calms the cloth's fast stretch vibrations without slowing its swing or "
+                    "spin (fast and Newton solvers)")
     air_drag: FloatProperty(
         name="Air Drag", default=AIR_DRAG, min=0.0, soft_max=2.0, update=_invalidate,
         description="Air resistance per area and squared speed of the air relative to the cloth, "

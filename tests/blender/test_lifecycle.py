@@ -154,8 +154,8 @@ def test_an_edge_only_mesh_is_a_rope(scene):
 def test_property_defaults_match_the_core(scene):
     obj = make_grid()
     props, defaults = obj.cloth_addon, core.Settings()
-    for field in ("density", "stretch_stiffness", "shear_stiffness", "bend_stiffness", "damping", "air_drag",
-                  "iterations", "substeps", "friction", "collision_distance"):
+    for field in ("density", "stretch_stiffness", "shear_stiffness", "bend_stiffness", "damping",
+                  "spring_damping", "air_drag", "iterations", "substeps", "friction", "collision_distance"):
         assert getattr(props, field) == np.float32(getattr(defaults, field)), field
     # and an untouched object simulates with the core's defaults (the scene gives dt and gravity)
     converted = settings_from(props, scene)

@@ -32,8 +32,8 @@ def test_register_unregister_twice_leaves_one_handler(addon):
 def test_settings_fields_and_enums(scene):
     props = make_grid().cloth_addon
     for field in ("enabled", "solver", "iterations", "substeps", "density", "stretch_stiffness",
-                  "shear_stiffness", "bend_stiffness", "damping", "air_drag", "air_lift", "pin_group",
-                  "pin_stiffness",
+                  "shear_stiffness", "bend_stiffness", "damping", "spring_damping", "air_drag", "air_lift",
+                  "pin_group", "pin_stiffness",
                   "collision_distance", "friction", "use_self_collision", "self_distance", "use_tearing",
                   "tear_factor", "wind", "frame_start", "frame_end", "bake_target"):
         assert hasattr(props, field), field
@@ -122,6 +122,8 @@ def test_settings_reach_the_core(scene):
     assert settings.wind == pytest.approx((1.0, 0.0, 0.0))  # the fields go to the Simulation apart
     assert settings.air_drag == pytest.approx(props.air_drag)
     assert settings.air_lift == pytest.approx(props.air_lift)
+    props.spring_damping = 0.004
+    assert settings_from(props, scene).spring_damping == pytest.approx(0.004)
     props.use_tearing = False
     assert settings_from(props, scene).tear_factor is None
 

@@ -203,6 +203,8 @@ def test_rope_hangs_at_its_length():
         ({"wind": (0, 0, float("inf"))}, "wind"),
         ({"tear_factor": 0.9}, "tear_factor"),
         ({"self_collision_distance": 0.0}, "self_collision_distance"),
+        ({"spring_damping": -1e-3}, "spring_damping"),
+        ({"spring_damping": float("inf")}, "spring_damping"),
         ({"self_collision_distance": float("nan")}, "self_collision_distance"),
         ({"stretch_stiffness": float("inf")}, "stretch_stiffness"),  # the implicit default solver
     ],

@@ -9,6 +9,20 @@ new solver (Simulation.settings does that).
 import numpy as np
 
 
+def damped_springs(model) -> np.ndarray:
+    """(s,) bool: the springs spring damping acts on, those with stiffness and no force limit
+    (a sewing spring closes to zero length, where it has no direction to damp along)."""
+    damped = model.spring_stiffness > 0.0
+    if model.spring_force_limit is not None:
+        damped &= ~np.isfinite(model.spring_force_limit)
+    return damped
+
+
+def spring_damping_weights(model, beta: float, active: np.ndarray) -> np.ndarray:
+    """(s,) float64, kg/s: beta * k_i of each damped, active spring, 0 elsewhere (beta in s)."""
+    return np.where(damped_springs(model) & active, beta * model.spring_stiffness, 0.0)
+
+
 class InertialSolver:
     """Base of the solvers. Each provides
 
@@ -33,6 +47,22 @@ class InertialSolver:
         self.iterations = settings.iterations
         # Settings.damping is per frame; compounded over the substeps it removes the same share.
         self.damping = 1.0 - (1.0 - settings.damping) ** (1.0 / settings.substeps)
+        # Stiffness-proportional (Rayleigh) damping along each spring, s: a force
+        # -spring_damping * k_i * (relative velocity along the spring at the substep's start).
+        # Implicit Euler adds the quadratic energy
+        #     (spring_damping / 2h) * sum_i k_i (n_i . (Delta_i(x) - Delta_i(x_start)))^2
+        # to the objective (n_i: the spring's direction at the substep's start, Delta_i = p_i1 - p_i2),
+        # so the implicit solvers minimise one fixed objective and converge to the same x. Only the
+        # stretch along the spring is damped: a rigid rotation turns a spring, n_i . Delta_i
+        # changes only to second order in the angle, so a spinning sheet keeps spinning.
+        self.spring_damping = settings.spring_damping
+
+    def spring_directions(self, positions) -> np.ndarray:
+        """(s, 3) unit vectors p_i1 - p_i2 at positions (n, 3); zero for zero-length springs."""
+        i, j = self.model.spring_indices.T
+        delta = positions[i] - positions[j]
+        length = np.linalg.norm(delta, axis=1)
+        return delta / np.where(length > 0.0, length, 1.0)[:, None]
 
     def advance(self, positions, previous, accel, pin_targets) -> np.ndarray:
         raise NotImplementedError

@@ -9,6 +9,10 @@ Block coordinate descent alternates
 The quadratic bending energy 1/2 x^T B x (B = k_b Q, bending.py) has a constant Hessian: it
 joins L (L = A^T K A + B), so bending costs nothing per iteration. Springs of zero stiffness
 (the bend springs, which only the verlet solver uses) are left out of the local step.
+Spring damping (base.py) is a second spring on every spring, of stiffness spring_damping * k / h
+and rest length the spring's length at the substep's start: its Laplacian joins the
+factorisation (h^2 L + h D, D = A^T diag(spring_damping * k) A) and its local step is the same
+normalisation to that length, so it adds one scale per spring to each iteration.
 Pinned particles are eliminated from the system (their rows and columns removed, their known
 positions moved to the right-hand side), so moving pins never refactors. Tearing changes L:
 the solver refactors once, lazily, on the next step. Chebyshev semi-iterative acceleration
@@ -24,7 +28,7 @@ from ..garment import limited_spring_targets
 from ..geometry import gather
 from ..sparse_ops import MatVec
 from ..topology import STRUCTURAL
-from .base import InertialSolver
+from .base import InertialSolver, spring_damping_weights
 from .factor import factorize
 
 # Spectral-radius estimate for Chebyshev when the settings give none. `python build.py paper`
@@ -122,19 +126,34 @@ class FastMassSpringSolver(InertialSolver):
                                                          self.model.bending_matrix(self.spring_active))
         self.mass_f = self.model.mass[self.free]
         system = sp.diags(self.mass_f).tocsc() + h2 * self.L_ff
-        self.solve = factorize(system)
         self.h2_J = MatVec(sp.block_diag([h2 * self.J_f] * 3))
+        # what the pinned particles' known positions move to the right-hand side
+        self.coupling = h2 * self.L_fp
+        self.damping_scale = None
+        if self.spring_damping > 0.0:
+            weights = spring_damping_weights(self.model, self.spring_damping,
+                                             self.spring_active)[self.springs]
+            damping = (self.incidence.T @ sp.diags(weights) @ self.incidence).tocsr()
+            system = system + self.h * damping[self.free][:, self.free].tocsc()
+            self.coupling = self.coupling + self.h * damping[self.free][:, self.model.pinned_indices].tocsr()
+            # the damping springs' targets enter the right-hand side through h^2 J = h^2 A^T K,
+            # so they are scaled by beta / h (h^2 k beta / h = h * beta * k, D's weight)
+            self.damping_scale = np.where(weights > 0.0, self.spring_damping / self.h, 0.0)
+        self.solve = factorize(system)
         self.factorizations += 1
         self._dirty = False
         self.timings["factor"] += time.perf_counter() - start
 
-    def spring_targets(self, delta: np.ndarray) -> np.ndarray:
+    def spring_targets(self, delta: np.ndarray, damped_length: np.ndarray | None = None) -> np.ndarray:
         """Local step: (3, s) vectors d_i of rest length along p_i1 - p_i2 (delta, (3, s), reused).
 
+        damped_length: (s,) m, the damping springs' rest lengths times their scale (see
+        _refactor), whose targets along the same direction are added to d_i.
         In place, in one buffer: no temporaries per iteration.
         """
         scale = np.einsum("ij,ij->j", delta, delta)
         np.sqrt(scale, out=scale)
+        length = scale.copy() if damped_length is not None else None
         compressed = (self.one_sided & (scale < self.rest)) if self.one_sided.any() else None
         limited = self.limited
         length_limited = scale[limited] if limited is not None else None
@@ -146,6 +165,9 @@ class FastMassSpringSolver(InertialSolver):
         if limited is not None:
             scale[limited] = limited_spring_targets(length_limited, self.rest[limited],
                                                     self.limited_stiffness, self.limited_force)
+        if damped_length is not None:
+            np.maximum(length, 1e-12, out=length)
+            scale += damped_length / length
         delta *= scale
         return delta
 
@@ -173,10 +195,14 @@ class FastMassSpringSolver(InertialSolver):
         base = self.mass_f[:, None] * gather(y, free)
         y_pinned = gather(y, pinned)
         if len(pinned):
-            base -= (self.h * self.h) * (self.L_fp @ y_pinned)
+            base -= self.coupling @ y_pinned
         # coordinate rows [x..., y..., z...], like the iterates' products below
         base = np.ascontiguousarray(base.T).ravel()
         delta_pinned = np.ascontiguousarray((self.incidence_pinned @ y_pinned).T).ravel()
+        damped_length = None
+        if self.damping_scale is not None:
+            start = self.incidence @ positions
+            damped_length = self.damping_scale * np.sqrt(np.einsum("ij,ij->i", start, start))
         self.timings["rhs"] += time.perf_counter() - t0
         x = y if start_at_y else self.predict(positions, previous, 0.0, pin_targets)
         xf = gather(x, free)
@@ -203,7 +229,7 @@ class FastMassSpringSolver(InertialSolver):
             k += 1
             t0 = time.perf_counter()
             delta = self.incidence_free.add_into(xf.T.ravel(), delta_pinned.copy()).reshape(3, n_springs)
-            d = self.spring_targets(delta)
+            d = self.spring_targets(delta, damped_length)
             t1 = time.perf_counter()
             rhs = self.h2_J.add_into(d.ravel(), base.copy()).reshape(3, -1).T
             if push is not None:

@@ -6,7 +6,10 @@ iteration builds the sparse 3f x 3f Hessian M + h^2 sum_i H_i with the spring bl
 (the clamp drops the negative curvature of compressed springs, keeping it positive
 definite), factors it, solves for the step and backtracks until g decreases (Armijo).
 E includes the quadratic bending energy 1/2 x^T B x (B = k_b Q, constant): it adds B x to the
-gradient and B (one copy per coordinate) to the Hessian.
+gradient and B (one copy per coordinate) to the Hessian. Spring damping (base.py) is a second
+spring on every spring, of stiffness w_i / h (w_i = spring_damping * k_i) and rest length the
+spring's length at the substep's start: (h/2) sum_i w_i (l_i(x) - l_i(x_start))^2 in g, its
+gradient and clamped Hessian added to the springs'.
 """
 
 import numpy as np
@@ -14,7 +17,7 @@ import scipy.sparse as sp
 
 from ..bending import quadratic_energy
 from ..topology import STRUCTURAL
-from .base import InertialSolver
+from .base import InertialSolver, spring_damping_weights
 from .factor import factorize
 
 
@@ -29,16 +32,27 @@ class NewtonSolver(InertialSolver):
         # each free particle's row block in the Hessian; -1 for pinned ones
         self.free_index = np.full(model.n_particles, -1, dtype=np.int64)
         self.free_index[self.free] = np.arange(len(self.free))
+        # the springs' lengths at the start of the substep being solved (advance sets them), for
+        # spring damping; None: no damping term
+        self.damping_length = None
         self.set_active(np.ones(model.n_springs, dtype=bool))
 
     def set_active(self, active: np.ndarray) -> None:
         """active: (s,) bool, springs that still exist (the Hessian is rebuilt every iteration;
         the bending matrix, without the hinges torn springs cut, here)."""
         self.active = np.asarray(active, dtype=bool).copy()
+        self.damping_weights = spring_damping_weights(self.model, self.spring_damping, self.active)
         self.bending = bending = self.model.bending_matrix(self.active)
         # B over the free particles in the Hessian's interleaved (x, y, z) order
         self.bending_hessian = (None if bending is None else
                                 sp.kron(bending[self.free][:, self.free], sp.identity(3)).tocsc())
+
+    def predict(self, positions, previous, accel, pin_targets) -> np.ndarray:
+        """The inertial prediction (base class); also starts the substep's objective, whose
+        spring damping term needs the springs' lengths at positions."""
+        if self.spring_damping > 0.0:
+            self.damping_length = self._lengths(positions)
+        return super().predict(positions, previous, accel, pin_targets)
 
     def working(self, x) -> np.ndarray:
         """(s,) bool: springs with energy at x (active, and not a compressed one-sided spring)."""
@@ -52,13 +66,29 @@ class NewtonSolver(InertialSolver):
         """g(x), J: inertia plus h^2 times the energy of the working springs and of bending."""
         inertia = 0.5 * float(np.sum(self.model.mass[:, None] * (x - y) ** 2))
         elastic = self.model.energy(x, self.working(x)) + quadratic_energy(self.bending, x)
-        return inertia + self.h * self.h * elastic
+        total = inertia + self.h * self.h * elastic
+        if self.damping_length is not None:
+            change = self._lengths(x) - self.damping_length
+            total += 0.5 * self.h * float(np.sum(self.damping_weights * change**2))
+        return total
+
+    def _lengths(self, x) -> np.ndarray:
+        i, j = self.model.spring_indices.T
+        return np.linalg.norm(x[i] - x[j], axis=1)
 
     def gradient(self, x, y) -> np.ndarray:
         """(f, 3) dg/dx over the free particles."""
         forces = self.model.spring_forces(x, self.working(x))
         if self.bending is not None:
             forces -= self.bending @ x
+        if self.damping_length is not None:
+            i, j = self.model.spring_indices.T
+            delta = x[i] - x[j]
+            length = np.linalg.norm(delta, axis=1)
+            pull = (self.damping_weights / self.h * (length - self.damping_length)
+                    / np.where(length > 0.0, length, 1.0))[:, None] * delta
+            for c in range(3):
+                forces[:, c] -= np.bincount(i, pull[:, c], len(x)) - np.bincount(j, pull[:, c], len(x))
         return (self.model.mass[:, None] * (x - y) - self.h * self.h * forces)[self.free]
 
     def hessian(self, x) -> sp.csc_matrix:
@@ -70,6 +100,10 @@ class NewtonSolver(InertialSolver):
         k = np.where(self.working(x), self.model.spring_stiffness, 0.0)
         outer = n[:, :, None] * n[:, None, :]
         along, across = self.model.spring_curvatures(length, k)
+        if self.damping_length is not None:
+            damping = self.damping_weights / self.h
+            along = along + damping
+            across = across + damping * np.maximum(0.0, 1.0 - self.damping_length / length)
         block = along[:, None, None] * outer + across[:, None, None] * (np.eye(3) - outer)
         fi, fj = self.free_index[i], self.free_index[j]
         rows, cols, vals = [], [], []
