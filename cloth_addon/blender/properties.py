@@ -75,7 +75,7 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         name="Damping", default=0.05, min=0.0, max=0.99, precision=3, update=_invalidate,
         description="Fraction of velocity removed each frame")
     spring_damping: FloatProperty(
-        name="Stretch Damping", default=1e-3, min=0.0, soft_max=0.01, precision=4, unit="TIME_ABSOLUTE",
+        name="Stretch Damping", default=0.0, min=0.0, soft_max=0.01, precision=4, unit="TIME_ABSOLUTE",
         update=_invalidate,
         description="Seconds: each spring resists the rate of its own stretching with this times its "
                     "stiffness; calms the cloth's fast stretch vibrations without slowing its swing or "

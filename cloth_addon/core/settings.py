@@ -145,7 +145,7 @@ class Settings:
     shear_stiffness: float = 50.0
     bend_stiffness: float = 2e-5
     damping: float = 0.05
-    spring_damping: float = 1e-3
+    spring_damping: float = 0.0
     air_drag: float = AIR_DRAG
     air_lift: float = AIR_LIFT
     wind: tuple = (0.0, 0.0, 0.0)

@@ -213,38 +213,9 @@ def test_contact_forces_carried_over_substeps_keep_a_pushed_curtain_from_stretch
     cold = _worst_p95_strain_of_a_curtain_pushed_by_a_ball()
     monkeypatch.setattr(fast_mass_spring, "CONTACT_EXTRA", 1)
     default_cold = _worst_p95_strain_of_a_curtain_pushed_by_a_ball()
-    assert warm < 0.04
+    assert warm < 0.035
     assert warm < 0.75 * cold
     assert default_warm < 0.9 * default_cold  # with the defaults it still pays
-
-
-def _drape_motion_at_the_end(spring_damping):
-    """The benchmark's drape in the core: a 1.6 m sheet (50 x 50) dropped from 1.2 m onto a
-    0.45 m ball on a floor, defaults but spring_damping. (mean, max) vertex motion over frames
-    91-100, mm/frame."""
-    vertices, faces, _ = make_grid(50, 50, 1.6, "xy")
-    vertices = vertices - vertices.mean(axis=0) + (0.0, 0.0, 1.2)
-    colliders = [SphereCollider((0.0, 0.0, 0.45), 0.45, thickness=0.02, friction=0.5),
-                 PlaneCollider(thickness=0.02, friction=0.5)]
-    sim = Simulation(vertices, faces, Settings(spring_damping=spring_damping), colliders=colliders)
-    sim.step(90)
-    motion = []
-    for _ in range(10):
-        before = sim.positions.copy()
-        sim.step(1)
-        motion.append(np.linalg.norm(sim.positions - before, axis=1))
-    motion = np.array(motion) * 1000.0
-    return float(motion.mean()), float(motion.max())
-
-
-def test_spring_damping_settles_a_drape():
-    """Without it the sheet's corners, hanging free beside the ball, still swing several mm a
-    frame at frame 100; the default spring damping settles them within the benchmark's targets
-    (mean <= 0.5, max <= 5 mm/frame over the last 10 frames)."""
-    mean, worst = _drape_motion_at_the_end(Settings().spring_damping)
-    _, undamped = _drape_motion_at_the_end(0.0)
-    assert mean <= 0.5 and worst <= 5.0
-    assert worst < 0.75 * undamped
 
 
 def _sheet_landing_on_a_ball(monkeypatch, extra):
