@@ -47,22 +47,15 @@ class InertialSolver:
         self.iterations = settings.iterations
         # Settings.damping is per frame; compounded over the substeps it removes the same share.
         self.damping = 1.0 - (1.0 - settings.damping) ** (1.0 / settings.substeps)
-        # Stiffness-proportional (Rayleigh) damping along each spring, s: a force
-        # -spring_damping * k_i * (relative velocity along the spring at the substep's start).
-        # Implicit Euler adds the quadratic energy
-        #     (spring_damping / 2h) * sum_i k_i (n_i . (Delta_i(x) - Delta_i(x_start)))^2
-        # to the objective (n_i: the spring's direction at the substep's start, Delta_i = p_i1 - p_i2),
-        # so the implicit solvers minimise one fixed objective and converge to the same x. Only the
-        # stretch along the spring is damped: a rigid rotation turns a spring, n_i . Delta_i
-        # changes only to second order in the angle, so a spinning sheet keeps spinning.
+        # Stiffness-proportional (Rayleigh) damping of each spring's rate of stretch, s: a force
+        # -spring_damping * k_i * (dl_i/dt) along spring i. Implicit Euler, with
+        # dl_i/dt = (l_i(x) - l_i(x_start)) / h, adds the energy
+        #     (spring_damping / 2h) * sum_i k_i (l_i(x) - l_i(x_start))^2
+        # to the objective: a second spring of stiffness spring_damping * k_i / h whose rest
+        # length is the spring's length at the substep's start, which both implicit solvers
+        # minimise exactly (so they still converge to the same x). A rigid motion changes no
+        # length, so a spinning sheet keeps spinning and a cloth at rest feels nothing.
         self.spring_damping = settings.spring_damping
-
-    def spring_directions(self, positions) -> np.ndarray:
-        """(s, 3) unit vectors p_i1 - p_i2 at positions (n, 3); zero for zero-length springs."""
-        i, j = self.model.spring_indices.T
-        delta = positions[i] - positions[j]
-        length = np.linalg.norm(delta, axis=1)
-        return delta / np.where(length > 0.0, length, 1.0)[:, None]
 
     def advance(self, positions, previous, accel, pin_targets) -> np.ndarray:
         raise NotImplementedError
