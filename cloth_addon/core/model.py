@@ -154,12 +154,7 @@ class ClothModel:
         scale = force / np.maximum(length, 1e-300)
         if active is not None:
             scale = scale * active
-        f = delta * scale[:, None]
-        n = len(positions)
-        out = np.zeros((n, 3))
-        for axis in range(3):
-            out[:, axis] = np.bincount(j, f[:, axis], n) - np.bincount(i, f[:, axis], n)
-        return out
+        return pulls_to_forces(self.spring_indices, delta * scale[:, None], len(positions))
 
     def spring_curvatures(self, length: np.ndarray, stiffness: np.ndarray):
         """(along, across), each (s,) N/m: a spring's Hessian is along n n^T + across (I - n n^T)
@@ -177,6 +172,16 @@ class ClothModel:
 # The fold angle between neighbouring edges at which a skip-one spring of rest length r and
 # the quadratic model store the same energy (see verlet_bend_stiffness).
 VERLET_MATCH_ANGLE = 0.1
+
+
+def pulls_to_forces(spring_indices: np.ndarray, pull: np.ndarray, n: int) -> np.ndarray:
+    """(n, 3) float64, N: each spring's pull (s, 3) on its ends summed per particle, pulling the
+    first particle towards the second (-pull) and the second towards the first (+pull)."""
+    i, j = spring_indices.T
+    out = np.zeros((n, 3))
+    for axis in range(3):
+        out[:, axis] = np.bincount(j, pull[:, axis], n) - np.bincount(i, pull[:, axis], n)
+    return out
 
 
 def verlet_bend_stiffness(bend_stiffness: float, rest_length: np.ndarray) -> np.ndarray:

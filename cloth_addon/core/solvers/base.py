@@ -9,18 +9,14 @@ new solver (Simulation.settings does that).
 import numpy as np
 
 
-def damped_springs(model) -> np.ndarray:
-    """(s,) bool: the springs spring damping acts on, those with stiffness and no force limit
-    (a sewing spring closes to zero length, where it has no direction to damp along)."""
-    damped = model.spring_stiffness > 0.0
+def spring_damping_weights(model, beta: float, active: np.ndarray) -> np.ndarray:
+    """(s,) float64, kg/s: beta * k_i of each active spring with stiffness, 0 elsewhere (beta
+    in s). Force-limited (sewing) springs are left out: they close to zero length, where they
+    have no direction to damp along."""
+    damped = active & (model.spring_stiffness > 0.0)
     if model.spring_force_limit is not None:
         damped &= ~np.isfinite(model.spring_force_limit)
-    return damped
-
-
-def spring_damping_weights(model, beta: float, active: np.ndarray) -> np.ndarray:
-    """(s,) float64, kg/s: beta * k_i of each damped, active spring, 0 elsewhere (beta in s)."""
-    return np.where(damped_springs(model) & active, beta * model.spring_stiffness, 0.0)
+    return np.where(damped, beta * model.spring_stiffness, 0.0)
 
 
 class InertialSolver:

@@ -153,11 +153,11 @@ class FastMassSpringSolver(InertialSolver):
         """
         scale = np.einsum("ij,ij->j", delta, delta)
         np.sqrt(scale, out=scale)
-        length = scale.copy() if damped_length is not None else None
         compressed = (self.one_sided & (scale < self.rest)) if self.one_sided.any() else None
         limited = self.limited
         length_limited = scale[limited] if limited is not None else None
         np.maximum(scale, 1e-12, out=scale)
+        damped = None if damped_length is None else damped_length / scale
         np.divide(self.rest, scale, out=scale)
         if compressed is not None:
             # a compressed one-sided spring has no energy: its best d is the current vector
@@ -165,9 +165,8 @@ class FastMassSpringSolver(InertialSolver):
         if limited is not None:
             scale[limited] = limited_spring_targets(length_limited, self.rest[limited],
                                                     self.limited_stiffness, self.limited_force)
-        if damped_length is not None:
-            np.maximum(length, 1e-12, out=length)
-            scale += damped_length / length
+        if damped is not None:
+            scale += damped
         delta *= scale
         return delta
 

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..bending import quadratic_energy
+from ..model import pulls_to_forces
 from ..topology import STRUCTURAL
 from .base import InertialSolver, spring_damping_weights
 from .factor import factorize
@@ -32,7 +33,7 @@ class NewtonSolver(InertialSolver):
         # each free particle's row block in the Hessian; -1 for pinned ones
         self.free_index = np.full(model.n_particles, -1, dtype=np.int64)
         self.free_index[self.free] = np.arange(len(self.free))
-        # the springs' lengths at the start of the substep being solved (advance sets them), for
+        # the springs' lengths at the start of the substep being solved (predict sets them), for
         # spring damping; None: no damping term
         self.damping_length = None
         self.set_active(np.ones(model.n_springs, dtype=bool))
@@ -87,8 +88,7 @@ class NewtonSolver(InertialSolver):
             length = np.linalg.norm(delta, axis=1)
             pull = (self.damping_weights / self.h * (length - self.damping_length)
                     / np.where(length > 0.0, length, 1.0))[:, None] * delta
-            for c in range(3):
-                forces[:, c] -= np.bincount(i, pull[:, c], len(x)) - np.bincount(j, pull[:, c], len(x))
+            forces += pulls_to_forces(self.model.spring_indices, pull, len(x))
         return (self.model.mass[:, None] * (x - y) - self.h * self.h * forces)[self.free]
 
     def hessian(self, x) -> sp.csc_matrix:
