@@ -6,11 +6,16 @@ tools/bench_blender.py, without Blender).
 
 Prints ms/frame (median and mean over the frames after the first 3), the pile's height at the
 end, the self-contact stats; --check counts edge-triangle crossings in every frame; --profile
-prints the cProfile of the run (cumulative time, the self-contact functions).
+prints the cProfile of the run (cumulative time, the self-contact functions); --floor prints,
+from frame 50 on, a lower bound of any proximity response's cost: only measuring the exact gaps
+(closest points, segment gaps) of the pairs that are in contact (closer than the gap) at the end of
+each frame, as often as the passes measure them (PASSES a substep), with the frame's own time beside
+it and the frame without self-collision.
 """
 
 import argparse
 import cProfile
+import dataclasses
 import pstats
 import sys
 import time
@@ -49,6 +54,7 @@ def main(argv) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--mesh-floor", action="store_true")
+    parser.add_argument("--floor", action="store_true", help="the cost of measuring the contacts alone")
     parser.add_argument("--frames-ms", action="store_true", help="print every frame's ms, in tens of frames")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
                         help="override self_contact constants, e.g. GROW=1.5 CLUSTER=64")
@@ -60,7 +66,7 @@ def main(argv) -> int:
         setattr(self_contact, name, type(getattr(self_contact, name))(float(value)))
     sim = pile(args.mesh_floor)
     features = sim.model.contact_features
-    times, cpus, worst = [], [], 0
+    times, cpus, worst, floors = [], [], 0, []
     profiler = cProfile.Profile() if args.profile else None
     for _ in range(args.frames):
         if profiler:
@@ -71,6 +77,8 @@ def main(argv) -> int:
         cpus.append(time.process_time() - cpu)
         if profiler:
             profiler.disable()
+        if args.floor and len(times) > 50:
+            floors.append(_measuring(sim))
         if args.check:
             worst = max(worst, edge_triangle_crossings(np.array(sim.positions), features.edges,
                                                        features.triangles))
@@ -80,6 +88,16 @@ def main(argv) -> int:
     print(f"{' '.join(args.set)} ms/frame median {np.median(t):.1f} mean {t.mean():.1f} "
           f"(cpu {np.median(c):.1f}, {c.mean():.1f}); height {height:.0f} mm;"
           f" {'crossings max ' + str(worst) if args.check else ''}; stats {stats}")
+    if floors:
+        counts, ms = np.array([f[:2] for f in floors]), np.array([f[2] for f in floors])
+        passes = self_contact.PASSES * sim.settings.substeps
+        substeps = sim.settings.substeps
+        passes = self_contact.PASSES * substeps
+        print(f"frames 51-{args.frames}: pairs in contact (median) {np.median(counts[:, 0]):.0f}"
+              f" vertex-triangle, {np.median(counts[:, 1]):.0f} edge-edge; measuring them {passes} times"
+              f" a frame ({self_contact.PASSES} passes x {substeps} substeps):"
+              f" {passes * np.median(ms):.1f} ms/frame (the frame: {np.median(t[47:]):.1f} ms;"
+              f" without self-collision: {_without(args.mesh_floor):.1f} ms)")
     if args.frames_ms:
         for first in range(0, len(times), 10):
             row = " ".join(f"{1e3 * v:4.0f}" for v in times[first:first + 10])
@@ -87,6 +105,44 @@ def main(argv) -> int:
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
     return 0
+
+
+def _measuring(sim) -> tuple[int, int, float]:
+    """(vertex-triangle pairs, edge-edge pairs, ms): the pairs closer than the gap at the current
+    positions, and the least time (of several) to measure their exact gaps once."""
+    from cloth_addon.core import geometry
+    from cloth_addon.core.geometry import gather
+
+    contact = sim.contact.self_contact
+    x = np.array(sim.positions)
+    p, t, vf_gap, a, b, ee_gap = contact._near(x, np.zeros(len(x)))
+    d = contact.distance
+    p, t, a, b = p[vf_gap < d], t[vf_gap < d], a[ee_gap < d], b[ee_gap < d]
+    tris, ea, eb = contact.triangles[t], contact.edges[a], contact.edges[b]
+
+    def measure():
+        geometry.closest_points(gather(x, p), *(gather(x, tris[:, k]) for k in range(3)))
+        geometry.segment_gap(*(gather(x, e[:, k]) for e in (ea, eb) for k in (0, 1)))
+
+    best = np.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(20):
+            measure()
+        best = min(best, (time.perf_counter() - start) / 20)
+    return len(p), len(a), 1e3 * best
+
+
+def _without(mesh_floor: bool) -> float:
+    """Median ms/frame of the same scene without self-collision (frames 4-90)."""
+    sim = pile(mesh_floor)
+    sim.settings = dataclasses.replace(sim.settings, self_collision=False)
+    times = []
+    for _ in range(90):
+        start = time.perf_counter()
+        sim.step(1)
+        times.append(time.perf_counter() - start)
+    return 1e3 * float(np.median(times[3:]))
 
 
 if __name__ == "__main__":
