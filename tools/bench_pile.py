@@ -1,16 +1,17 @@
 """The pile scene in the core alone: an 8 x 60 strip (0.4 x 3.0 m) hanging, its bottom 0.1 m above
 the floor, released with self-collision on and the add-on's defaults, 30 fps (as in
-tools/bench_blender.py, without Blender).
+tools/bench_blender.py, without Blender); --folds: the bench's folds scene instead (see folds()).
 
-    python tools/bench_pile.py [--frames 90] [--profile] [--check] [--mesh-floor] [--set NAME=VALUE ...]
+    python tools/bench_pile.py [--folds] [--frames N] [--profile] [--check] [--floor] [--mesh-floor]
+                               [--set NAME=VALUE ...]
 
-Prints ms/frame (median and mean over the frames after the first 3), the pile's height at the
+Prints ms/frame (median and mean over the frames after the first 3), the highest vertex at the
 end, the self-contact stats; --check counts edge-triangle crossings in every frame; --profile
-prints the cProfile of the run (cumulative time, the self-contact functions); --floor prints,
-from frame 50 on, a lower bound of any proximity response's cost: only measuring the exact gaps
-(closest points, segment gaps) of the pairs that are in contact (closer than the gap) at the end of
-each frame, as often as the passes measure them (PASSES a substep), with the frame's own time beside
-it and the frame without self-collision.
+prints the cProfile of the run (cumulative time, the self-contact functions); --floor prints, from
+frame 51 on (folds: from frame 2), a lower bound of any proximity response's cost: only measuring
+the exact gaps (closest points, segment gaps) of the pairs that are in contact (closer than the
+gap) at the end of each frame, as often as the passes measure them (PASSES a substep), with the
+frame's own time beside it and the frame without self-collision.
 """
 
 import argparse
@@ -48,9 +49,23 @@ def pile(mesh_floor: bool = False) -> Simulation:
     return Simulation(vertices, faces, settings, colliders=[floor])
 
 
+def folds():
+    """(the simulation, a callable run before each frame): the bench's folds scene in the core, a
+    100 x 100 sheet (2 m) hanging from its pinned top row, bottom 5 cm above the floor, with the
+    pins lowered 5 cm a frame (the bench keyframes the whole object instead), self-collision on."""
+    vertices, faces, index = grid(100, 100, 2.0, "xz")
+    vertices = vertices + (0.0, 0.0, 0.05 - vertices[:, 2].min())
+    vertices = vertices.astype(np.float32).astype(np.float64)
+    sim = Simulation(vertices, faces, Settings(self_collision=True), pinned=index[0],
+                     colliders=[PlaneCollider(thickness=0.02, friction=0.5)])
+    top = vertices[index[0]]
+    return sim, lambda: sim.move_pins(top - (0.0, 0.0, 0.05 * min(sim.frame + 1, 40)))
+
+
 def main(argv) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--frames", type=int, default=90)
+    parser.add_argument("--frames", type=int, default=None, help="90 (pile), 8 (folds)")
+    parser.add_argument("--folds", action="store_true", help="the folds scene instead of the pile")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--mesh-floor", action="store_true")
@@ -64,20 +79,23 @@ def main(argv) -> int:
     for item in args.set:
         name, value = item.split("=")
         setattr(self_contact, name, type(getattr(self_contact, name))(float(value)))
-    sim = pile(args.mesh_floor)
+    sim, before = folds() if args.folds else (pile(args.mesh_floor), lambda: None)
+    args.frames = args.frames or (8 if args.folds else 90)
+    first = 2 if args.folds else 51  # the --floor frames: from the first contacts, or the settled pile
     features = sim.model.contact_features
     times, cpus, worst, floors = [], [], 0, []
     profiler = cProfile.Profile() if args.profile else None
     for _ in range(args.frames):
         if profiler:
             profiler.enable()
+        before()
         start, cpu = time.perf_counter(), time.process_time()
         sim.step(1)
         times.append(time.perf_counter() - start)
         cpus.append(time.process_time() - cpu)
         if profiler:
             profiler.disable()
-        if args.floor and len(times) > 50:
+        if args.floor and len(times) >= first:
             floors.append(_measuring(sim))
         if args.check:
             worst = max(worst, edge_triangle_crossings(np.array(sim.positions), features.edges,
@@ -90,14 +108,15 @@ def main(argv) -> int:
           f" {'crossings max ' + str(worst) if args.check else ''}; stats {stats}")
     if floors:
         counts, ms = np.array([f[:2] for f in floors]), np.array([f[2] for f in floors])
-        passes = self_contact.PASSES * sim.settings.substeps
         substeps = sim.settings.substeps
         passes = self_contact.PASSES * substeps
-        print(f"frames 51-{args.frames}: pairs in contact (median) {np.median(counts[:, 0]):.0f}"
+        frame = 1e3 * np.array(times[first - 1:])
+        print(f"frames {first}-{args.frames}: pairs in contact (median) {np.median(counts[:, 0]):.0f}"
               f" vertex-triangle, {np.median(counts[:, 1]):.0f} edge-edge; measuring them {passes} times"
-              f" a frame ({self_contact.PASSES} passes x {substeps} substeps):"
-              f" {passes * np.median(ms):.1f} ms/frame (the frame: {np.median(t[47:]):.1f} ms;"
-              f" without self-collision: {_without(args.mesh_floor):.1f} ms)")
+              f" a frame ({self_contact.PASSES} passes x {substeps} substeps): median"
+              f" {passes * np.median(ms):.1f}, max {passes * ms.max():.1f} ms/frame (the frame: median"
+              f" {np.median(frame):.1f}, max {frame.max():.1f} ms; without self-collision:"
+              f" {_without(args):.1f} ms)")
     if args.frames_ms:
         for first in range(0, len(times), 10):
             row = " ".join(f"{1e3 * v:4.0f}" for v in times[first:first + 10])
@@ -133,12 +152,13 @@ def _measuring(sim) -> tuple[int, int, float]:
     return len(p), len(a), 1e3 * best
 
 
-def _without(mesh_floor: bool) -> float:
-    """Median ms/frame of the same scene without self-collision (frames 4-90)."""
-    sim = pile(mesh_floor)
+def _without(args) -> float:
+    """Median ms/frame of the same scene without self-collision (after 3 frames)."""
+    sim, before = folds() if args.folds else (pile(args.mesh_floor), lambda: None)
     sim.settings = dataclasses.replace(sim.settings, self_collision=False)
     times = []
-    for _ in range(90):
+    for _ in range(args.frames):
+        before()
         start = time.perf_counter()
         sim.step(1)
         times.append(time.perf_counter() - start)
