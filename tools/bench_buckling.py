@@ -36,6 +36,7 @@ WAYS = (("fast_mass_spring, 2 iterations (default)", {}),
 
 
 def strip(exact: bool, **settings) -> Simulation:
+    """The strip with Settings(**settings) at 30 fps over the floor; exact: without the noise."""
     vertices, faces, _ = grid(8, 60, 1.0, "xz")
     vertices = vertices * (0.4, 1.0, 3.0)
     vertices += np.array([0.0, 0.0, 1.6]) - 0.5 * (vertices.max(axis=0) + vertices.min(axis=0))
@@ -50,6 +51,7 @@ def strip(exact: bool, **settings) -> Simulation:
 
 
 def heights(step, top, frames: int) -> str:
+    """Frames 2 .. frames played by step(frame); top() (m) every 6th, as one line."""
     row = []
     for frame in range(2, frames + 1):
         step(frame)
@@ -59,6 +61,7 @@ def heights(step, top, frames: int) -> str:
 
 
 def blender(frames: int, self_collision: bool) -> str:
+    """heights() of Blender's Cloth on the bench's pile scene (self-collision as asked)."""
     import bench_blender
     import bpy
 
