@@ -36,6 +36,10 @@ from .topology import Faces, pair_keys, triangulate
 # Triangles whose rest area is below this fraction of the squared mesh size carry no bending
 # (their cotangents are undefined).
 _DEGENERATE_AREA = 1e-14
+# Nor do slivers, triangles with an angle under about 0.06 degrees (a cotangent above this):
+# Q_e grows with the cotangents squared, and a sliver's entries, orders of magnitude beyond its
+# neighbours', leave M + h^2 (L + B) no longer positive definite in floating point.
+_SLIVER_COTANGENT = 1e3
 
 
 def hinges(triangles: np.ndarray, n: int) -> np.ndarray:
@@ -107,6 +111,7 @@ def hinge_terms(rest: np.ndarray, triangles: np.ndarray, rigid: np.ndarray | Non
     size = float(np.ptp(rest, axis=0).max()) if n else 0.0
     smallest = 2.0 * _DEGENERATE_AREA * size * size
     keep = (area_a > smallest) & (area_b > smallest)
+    keep &= np.max(np.abs([c0a, c0b, c1a, c1b]), axis=0) < _SLIVER_COTANGENT
     k = np.stack([c1a + c1b, c0a + c0b, -(c0a + c1a), -(c0b + c1b)], axis=1)[keep]
     # 1/3 of 3 / (A_A + A_B), with the areas held doubled. Next to a rigid triangle (all three
     # corners pinned: a clamp) the fold's curvature can only spread over the free triangle, so
