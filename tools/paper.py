@@ -54,7 +54,7 @@ def trace(problem, exact, solver_name, iterations, chebyshev=False):
     errors = []
     # This first (traced) run also factors M + h^2 L, once per simulation: the timed run below
     # does not include it.
-    solver.advance(*problem.args(), iterations=iterations, callback=lambda k, x: errors.append(
+    solver.advance(*problem.args(), iterations=iterations, observer=lambda k, x: errors.append(
         np.linalg.norm(x - exact) / scale), **kwargs)
     start = time.perf_counter()
     solver.advance(*problem.args(), iterations=iterations, **kwargs)

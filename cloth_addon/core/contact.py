@@ -4,7 +4,7 @@ One substep of a Simulation, around the solver:
 
     begin_substep   colliders are put where they are at the end of this substep (their motion
                     between frames is spread evenly over the substeps)
-    constrain(x)    inside the solver's iterations: every collider projects the cloth out of its
+    in_iterations   inside the solver's iterations: every collider projects the cloth out of its
                     body, so the springs of the next iteration already see the contact (the
                     solver never has to stretch the cloth to get it out of a collider afterwards).
                     The implicit solvers turn each projection into a force on the touching
@@ -47,6 +47,7 @@ from .colliders import PlaneCollider, SphereCollider
 from .geometry import gather, vector_lengths
 from .mesh_collider import MeshCollider
 from .self_contact import PASSES, SelfContact
+from .solvers.base import IterationContact
 
 # Friction acts on particles this close to a collider's reach, as a fraction of the median edge
 # length: edge contacts lift a cloth's vertices a little off a curved or sharp body (by the sag of
@@ -99,13 +100,13 @@ class ContactStage:
         self._frame = []
         self._projected = {}
         self._push = None  # (n, 3) contact forces carried to the next substep, or None
-        self._constrain = None
+        self._iterating = None  # this substep's IterationContact, whose push finish carries on
 
     def forget(self) -> None:
         """Drop what the stage carries from one substep to the next (the cloth was reset or given
         a state, or a new solver)."""
         self._push = None
-        self._constrain = None
+        self._iterating = None
 
     # -- colliders over a frame ----------------------------------------------------------------
     def begin_frame(self, substeps: int) -> None:
@@ -147,19 +148,19 @@ class ContactStage:
         return start if sub == 0 else start + (end - start) * (sub / self._substeps)
 
     # -- inside the solver ---------------------------------------------------------------------------
-    def constrain_function(self, x0):
-        """A function constrain(x) for the solver's iterations: colliders project x (n, 3) in place,
-        x0 being the start of the substep; None when there are no colliders. Its attribute `push`,
-        (n, 3) or None, holds the contact forces the solver starts from (CONTACT_MEMORY times
-        those it ended the last substep with); the solver leaves its final ones there."""
+    def in_iterations(self, x0) -> IterationContact | None:
+        """The contact for the solver's iterations (solvers/base.py), x0 (n, 3) being the start of
+        the substep; None when there are no colliders. Its projection moves an iterate out of every
+        collider in place; its push starts as CONTACT_MEMORY times the forces the last substep
+        ended with, and the solver leaves its final ones there for finish to carry on."""
         if not self.sim.colliders:
-            self._constrain = None
+            self._iterating = None
             return None
         movable = ~self.sim.model.pinned
         margin = self.sim.settings.collision_distance
         prepared = []
 
-        def constrain(x):
+        def project(x):
             if not prepared:
                 self._prepare_meshes(x0, x, movable, margin)
                 prepared.append(True)
@@ -167,9 +168,10 @@ class ContactStage:
             # once the solver is done (finish)
             for collider in self.sim.colliders:
                 self._project(collider, x, x0, movable, margin, None)
-        constrain.push = None if self._push is None else CONTACT_MEMORY * self._push
-        self._constrain = constrain
-        return constrain
+
+        carried = None if self._push is None else CONTACT_MEMORY * self._push
+        self._iterating = IterationContact(project, carried)
+        return self._iterating
 
     def _prepare_meshes(self, x0, x, movable, margin) -> None:
         """Once a substep, on the solver's first iterate x: every mesh collider looks up the
@@ -218,9 +220,9 @@ class ContactStage:
         motion y - x0 into the collider took. That part the next substep needs again; the rest
         it rebuilds from its own prediction in its first iteration, and carrying it too would
         throw a cloth that has just landed back into the air."""
-        push = None if self._constrain is None else getattr(self._constrain, "push", None)
-        # read once: a substep whose solver takes no constrain (Verlet) must not find it again
-        self._constrain = None
+        push = None if self._iterating is None else self._iterating.push
+        # read once: a substep whose solver iterates without contact (Verlet) must not find it again
+        self._iterating = None
         self._push = None
         if push is None or not np.any(held):
             return

@@ -3,7 +3,7 @@
 One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
     colliders move to where they are at the end of the substep         (contact.py)
     accel    = gravity + drag/lift in the wind (+ gas pressure)           (forces.py, wind.py, pressure.py)
-    x_new    = solver.advance(x, x_prev, accel, pins, constrain)          (solvers/; the colliders
+    x_new    = solver.advance(x, x_prev, accel, pins, contact)            (solvers/; the colliders
                project every iterate, so the springs see the contact within the step)
     x_new    = contact stage: colliders and self-contact resolved together, friction, and the
                continuous check that keeps the cloth from passing through itself (contact.py)
@@ -271,7 +271,7 @@ class Simulation:
                 gas = self._pressure.forces(x, settings.pressure, settings.target_volume)
                 accel += gas / model.mass[:, None]
             if self.solver.contact_in_iterations:
-                x_new = self.solver.advance(x, x_prev, accel, target, constrain=contact.constrain_function(x))
+                x_new = self.solver.advance(x, x_prev, accel, target, contact=contact.in_iterations(x))
             else:
                 x_new = self.solver.advance(x, x_prev, accel, target)
             contact.finish(x, x_new, self.solver.predict(x, x_prev, accel, target))

@@ -141,7 +141,8 @@ def droop(spacing, solver, material):
         for dt, steps in ((0.25, 8), (1 / 24, 2)):
             sim.settings = sim.settings.replace(dt=dt)
             for _ in range(steps):
-                x, previous = sim.solver.advance(x, previous, gravity, targets, 50, tolerance=1e-9), x
+                step = sim.solver.advance(x, previous, gravity, targets, iterations=50, tolerance=1e-9)
+                x, previous = step, x
     else:
         sim = strip(spacing, solver, material, damping=0.05, substeps=1, iterations=10)
         sim.step(600)

@@ -25,7 +25,7 @@ def relative_errors(problem, exact, iterations, **kwargs):
     y = solver.predict(*problem.args())
     errors = []
     solver.advance(*problem.args(), iterations=iterations, start_at_y=True,
-                   callback=lambda k, x: errors.append(np.linalg.norm(x - exact)))
+                   observer=lambda k, x: errors.append(np.linalg.norm(x - exact)))
     return np.array(errors) / np.linalg.norm(y - exact)
 
 

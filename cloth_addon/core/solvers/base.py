@@ -6,6 +6,9 @@ different h would silently disagree with the factorisation). Changing dt or subs
 new solver (Simulation.settings does that).
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -19,6 +22,21 @@ def spring_damping_weights(model, beta: float, active: np.ndarray) -> np.ndarray
     return np.where(damped, beta * model.spring_stiffness, 0.0)
 
 
+@dataclass
+class IterationContact:
+    """Contact inside an implicit solver's iterations over one substep (the contact stage makes it).
+
+    project(x): moves an iterate x (n, 3) out of the colliders, in place, so that the next local
+        step already sees the contact.
+    push: (n, 3) float64 contact forces the iterations start from, in the right-hand side's units
+        (mass times displacement, kg m), or None for none; `advance` replaces it with the forces
+        its last iterate ended with (what the solver turned the projections into).
+    """
+
+    project: Callable[[np.ndarray], None]
+    push: np.ndarray | None = None
+
+
 class InertialSolver:
     """Base of the solvers. Each provides
 
@@ -26,11 +44,10 @@ class InertialSolver:
         set_active(active)  # (s,) bool, springs that still exist (tearing)
 
     h: substep length, s (fixed for the solver's life).
-    contact_in_iterations: advance also takes constrain(x), a function that edits every iterate
-    (n, 3) in place (the contact stage projects the cloth out of colliders there). The solver
-    turns what it moves into contact forces on the moved particles (mass times displacement,
-    the right-hand side's units), starting from constrain.push ((n, 3) or None) and leaving its
-    final ones there.
+    contact_in_iterations: advance also takes contact=IterationContact(project, push): project
+    edits every iterate (n, 3) in place (the contact stage moves the cloth out of colliders
+    there), and the solver turns what it moves into contact forces on the moved particles,
+    starting from contact.push and leaving its final ones there.
     """
 
     contact_in_iterations = True

@@ -19,8 +19,6 @@ the solver refactors once, lazily, on the next step. Chebyshev semi-iterative ac
 (Wang 2015, docs/PHYSICS.md §5) is applied on top of the plain iterates when Settings.chebyshev is on.
 """
 
-import time
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -69,7 +67,8 @@ class FastMassSpringSolver(InertialSolver):
 
     factorizations: how many times M + h^2 L was factored (tests count it).
     extra_iterations: how many iterations contacts added beyond Settings.iterations.
-    timings: accumulated seconds in "local", "rhs" and "solve" (for the benchmark).
+    Each iteration is spring_targets (the local step), right_hand_side and solve (the global
+    step): the benchmark times them by wrapping those methods (tools/bench.py).
     """
 
     def __init__(self, model, settings):
@@ -104,7 +103,6 @@ class FastMassSpringSolver(InertialSolver):
         self.incidence_pinned = incidence[:, model.pinned_indices].tocsr()
         self.factorizations = 0
         self.extra_iterations = 0  # iterations run beyond `iterations` for contacts (CONTACT_EXTRA)
-        self.timings = {"local": 0.0, "rhs": 0.0, "solve": 0.0, "factor": 0.0}
         self._dirty = True
 
     def set_active(self, active: np.ndarray) -> None:
@@ -118,7 +116,6 @@ class FastMassSpringSolver(InertialSolver):
             self._dirty = True
 
     def _refactor(self) -> None:
-        start = time.perf_counter()
         h2 = self.h * self.h
         stiffness = np.where(self.active, self.model.spring_stiffness[self.springs], 0.0)
         self.L_ff, self.L_fp, self.J_f = spring_matrices(self.incidence, stiffness, self.free,
@@ -142,7 +139,6 @@ class FastMassSpringSolver(InertialSolver):
         self.solve = factorize(system)
         self.factorizations += 1
         self._dirty = False
-        self.timings["factor"] += time.perf_counter() - start
 
     def spring_targets(self, delta: np.ndarray, damped_length: np.ndarray | None = None) -> np.ndarray:
         """Local step: (3, s) vectors d_i of rest length along p_i1 - p_i2 (delta, (3, s), reused).
@@ -170,10 +166,16 @@ class FastMassSpringSolver(InertialSolver):
         delta *= scale
         return delta
 
-    def advance(self, positions, previous, accel, pin_targets, iterations=None, callback=None,
-                start_at_y=False, constrain=None):
+    def right_hand_side(self, targets: np.ndarray, base: np.ndarray, push: np.ndarray | None) -> np.ndarray:
+        """(f, 3) M y + h^2 J d (- the pinned particles' coupling, in base) + contact push, from the
+        local step's (3, s) targets d and base ((3f,) coordinate rows, reused: copied here)."""
+        rhs = self.h2_J.add_into(targets.ravel(), base.copy()).reshape(3, -1).T
+        return rhs if push is None else rhs + push
+
+    def advance(self, positions, previous, accel, pin_targets, contact=None, iterations=None,
+                observer=None, start_at_y=False):
         """One implicit Euler substep: (n, 3) positions after `iterations` local/global rounds
-        (up to CONTACT_EXTRA more while constrain still moves a contact by more than
+        (up to CONTACT_EXTRA more while contact still moves a particle by more than
         CONTACT_TOLERANCE edge lengths in the last one).
 
         The iterations start from the inertial guess without external forces,
@@ -181,15 +183,13 @@ class FastMassSpringSolver(InertialSolver):
         settled cloth sits exactly at the spring/gravity equilibrium whatever the iteration
         count. Starting at y (`start_at_y`, the paper's choice) leaves an error of a few
         iterations' worth each frame, which shows as extra sag at low iteration counts.
-        callback(k, x) gets every iterate, the initial guess as k = 0 (for the paper's plots).
-        constrain(x) may edit every iterate (n, 3) in place (the contact stage projects the cloth
-        out of colliders there), so that the next local step sees the contact.
+        contact: an IterationContact (base.py) or None. observer(k, x) gets every iterate (n, 3),
+        the initial guess as k = 0 (the paper's plots).
         """
         if self._dirty:
             self._refactor()
         iterations = self.iterations if iterations is None else iterations
         y = self.predict(positions, previous, accel, pin_targets)
-        t0 = time.perf_counter()
         free, pinned = self.free, self.model.pinned_indices
         base = self.mass_f[:, None] * gather(y, free)
         y_pinned = gather(y, pinned)
@@ -202,40 +202,30 @@ class FastMassSpringSolver(InertialSolver):
         if self.damping_scale is not None:
             start = self.incidence @ positions
             damped_length = self.damping_scale * np.sqrt(np.einsum("ij,ij->i", start, start))
-        self.timings["rhs"] += time.perf_counter() - t0
         x = y if start_at_y else self.predict(positions, previous, 0.0, pin_targets)
         xf = gather(x, free)
         n_springs = len(self.rest)
 
-        def report(k):
+        def observe(k):
             full = y.copy()
             full[free] = xf
-            callback(k, full)
+            observer(k, full)
 
-        if callback is not None:
-            report(0)
+        if observer is not None:
+            observe(0)
         older = xf  # x^(k-1) for Chebyshev
         omega = 1.0
         # contact forces so far (f, 3), in the right-hand side's units (mass times displacement),
         # from where the contact stage's last substep left them (see below)
-        push = getattr(constrain, "push", None)
-        push = None if push is None else gather(push, free)
+        push = None if contact is None or contact.push is None else gather(contact.push, free)
         # below this, a contact correction is left to the next substep's iterations (squared, m^2)
         settled = (CONTACT_TOLERANCE * self.model.median_edge_length) ** 2
         last = iterations
         k = 0
         while k < last:
             k += 1
-            t0 = time.perf_counter()
             delta = self.incidence_free.add_into(xf.T.ravel(), delta_pinned.copy()).reshape(3, n_springs)
-            d = self.spring_targets(delta, damped_length)
-            t1 = time.perf_counter()
-            rhs = self.h2_J.add_into(d.ravel(), base.copy()).reshape(3, -1).T
-            if push is not None:
-                rhs = rhs + push
-            t2 = time.perf_counter()
-            new = self.solve(rhs)
-            t3 = time.perf_counter()
+            new = self.solve(self.right_hand_side(self.spring_targets(delta, damped_length), base, push))
             # Not while contact forces act: they change from one iteration to the next, and
             # extrapolating along that change set a cloth on a table vibrating.
             if self.chebyshev and k > CHEBYSHEV_DELAY and push is None:
@@ -244,10 +234,10 @@ class FastMassSpringSolver(InertialSolver):
                 new -= older
                 new *= omega
                 new += older
-            if constrain is not None:
+            if contact is not None:
                 full = y.copy()
                 full[free] = new
-                constrain(full)
+                contact.project(full)
                 moved = gather(full, free) - new
                 # The projection becomes a force on the contact particles alone (M times the
                 # correction, an Uzawa step on the contact constraints): only projecting the
@@ -262,16 +252,13 @@ class FastMassSpringSolver(InertialSolver):
                     push = moved if push is None else push + moved
                 new = gather(full, free)
             older, xf = xf, new
-            self.timings["local"] += t1 - t0
-            self.timings["rhs"] += t2 - t1
-            self.timings["solve"] += t3 - t2
-            if callback is not None:
-                report(k)
-        if constrain is not None:
-            constrain.push = None
+            if observer is not None:
+                observe(k)
+        if contact is not None:
+            contact.push = None
             if push is not None:
-                constrain.push = np.zeros_like(y)
-                constrain.push[free] = push
+                contact.push = np.zeros_like(y)
+                contact.push[free] = push
         out = y.copy()
         out[free] = xf
         return out

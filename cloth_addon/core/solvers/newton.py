@@ -122,20 +122,20 @@ class NewtonSolver(InertialSolver):
             springs = springs + h2 * self.bending_hessian
         return sp.diags(np.repeat(self.model.mass[self.free], 3)).tocsc() + springs
 
-    def advance(self, positions, previous, accel, pin_targets, iterations=None, callback=None,
-                tolerance=0.0, constrain=None):
+    def advance(self, positions, previous, accel, pin_targets, contact=None, iterations=None,
+                observer=None, tolerance=0.0):
         """Newton iterations from x = y; stops early when |grad| <= tolerance * |grad_0|.
-        constrain(x) edits every iterate (n, 3) in place (contacts)."""
+        contact: an IterationContact (base.py) or None; observer(k, x) gets every iterate."""
         iterations = self.iterations if iterations is None else iterations
         y = self.predict(positions, previous, accel, pin_targets)
         x = y.copy()
-        if callback is not None:
-            callback(0, x)
+        if observer is not None:
+            observer(0, x)
         free = self.free
         g0 = None
         # contact forces so far (f, 3), in the gradient's units: as in the fast solver, what
-        # constrain moves becomes a force on the touching particles alone (an Uzawa step)
-        start = getattr(constrain, "push", None)
+        # the projection moves becomes a force on the touching particles alone (an Uzawa step)
+        start = None if contact is None else contact.push
         push = np.zeros((len(free), 3)) if start is None else start[free]
 
         def objective(z):
@@ -158,13 +158,13 @@ class NewtonSolver(InertialSolver):
                     break
                 alpha *= 0.5
             x = trial
-            if constrain is not None:
+            if contact is not None:
                 before = x[free]
-                constrain(x)
+                contact.project(x)
                 push += self.model.mass[free][:, None] * (x[free] - before)
-            if callback is not None:
-                callback(k, x)
-        if constrain is not None:
-            constrain.push = np.zeros_like(x)
-            constrain.push[free] = push
+            if observer is not None:
+                observer(k, x)
+        if contact is not None:
+            contact.push = np.zeros_like(x)
+            contact.push[free] = push
         return x
