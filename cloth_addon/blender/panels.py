@@ -107,6 +107,7 @@ class CLOTH_ADDON_PT_stiffness(ClothSubPanel, bpy.types.Panel):
         col.prop(props, "stretch_stiffness")
         col.prop(props, "shear_stiffness")
         col.prop(props, "bend_stiffness")
+        col.prop(props, "compression")
 
 
 class CLOTH_ADDON_PT_damping(ClothSubPanel, bpy.types.Panel):

@@ -71,6 +71,11 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         name="Bending", default=2e-5, min=0.0, soft_max=0.01, precision=6, update=_invalidate,
         description="Plate bending stiffness, N·m (the same material at any mesh resolution): "
                     "silk 0.000001, cotton 0.00002, denim 0.0003, leather 0.002")
+    compression: FloatProperty(
+        name="Compression", default=0.3, min=0.0, max=1.0, subtype="FACTOR", update=_invalidate,
+        description="How hard the cloth pushes back when squeezed along itself, as a fraction of its "
+                    "Stretch and Shear stiffness: cloth barely resists, so it buckles and folds "
+                    "(silk 0.1, cotton 0.3, leather 0.6; 1 resists like stretching, as rubber does)")
     damping: FloatProperty(
         name="Damping", default=0.05, min=0.0, max=0.99, precision=3, update=_invalidate,
         description="Fraction of velocity removed each frame")

@@ -24,7 +24,7 @@ def settings_from(props, scene) -> "core.Settings":
         solver=SOLVER_NAMES[props.solver], dt=dt, substeps=props.substeps,
         iterations=props.iterations, gravity=gravity, density=props.density,
         stretch_stiffness=props.stretch_stiffness, shear_stiffness=props.shear_stiffness,
-        bend_stiffness=props.bend_stiffness, damping=props.damping,
+        bend_stiffness=props.bend_stiffness, compression=props.compression, damping=props.damping,
         spring_damping=props.spring_damping, air_drag=props.air_drag,
         air_lift=props.air_lift, wind=tuple(props.wind),
         tear_factor=props.tear_factor if props.use_tearing else None,

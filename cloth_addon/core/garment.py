@@ -116,6 +116,16 @@ def force_limits(kinds, settings) -> np.ndarray | None:
     return np.where(kinds == SEWING, settings.sewing_force_max, np.inf)
 
 
+def compression_ratios(kinds, settings) -> np.ndarray | None:
+    """(s,) Settings.compression for stretch and shear springs (and rope springs, which are
+    structural), 1 for bend springs (the verlet solver's skip-one springs resist folding by
+    resisting compression) and sewing springs (rest length 0: never compressed); None when
+    compression is 1 (every spring resists compression as it resists stretching)."""
+    if settings.compression == 1.0:
+        return None
+    return np.where((kinds == BEND) | (kinds == SEWING), 1.0, settings.compression)
+
+
 def limited_force(stretch, stiffness, limit):
     """(s,) N: the spring force k (l - r) clipped to [-F, F] (limit None or inf = unlimited)."""
     force = stiffness * stretch

@@ -53,6 +53,9 @@ class ClothModel:
     bending_terms:      bending.BendingTerms, its hinges (k_b included), for tearing.
     spring_force_limit: (s,) float64, N, the most a spring pulls with (inf = unlimited), or None
                         when no spring is limited (sewing springs, core/garment.py).
+    spring_compression: (s,) float64 in [0, 1], the fraction of its stiffness a spring shorter than
+                        at rest pushes back with (Settings.compression; 1 for bend and sewing
+                        springs), or None for 1 everywhere.
     """
 
     rest_positions: np.ndarray
@@ -71,6 +74,7 @@ class ClothModel:
     bending: sp.csr_matrix | None = None
     bending_terms: BendingTerms | None = None
     spring_force_limit: np.ndarray | None = None
+    spring_compression: np.ndarray | None = None
 
     @property
     def n_particles(self) -> int:
@@ -100,12 +104,22 @@ class ClothModel:
         structural = self.spring_rest_length[self.spring_kind == topology.STRUCTURAL]
         return float(np.median(structural)) if len(structural) else 0.0
 
+    def effective_stiffness(self, length: np.ndarray, stiffness: np.ndarray | None = None) -> np.ndarray:
+        """(s,) N/m: each spring's stiffness at its current length (m, (s,)): times its compression
+        ratio where it is shorter than at rest. stiffness: (s,) to use instead of spring_stiffness."""
+        stiffness = self.spring_stiffness if stiffness is None else stiffness
+        if self.spring_compression is None:
+            return stiffness
+        return np.where(length < self.spring_rest_length, self.spring_compression * stiffness, stiffness)
+
     def energy(self, positions: np.ndarray, active: np.ndarray | None = None) -> float:
-        """Spring energy E = sum 1/2 k (|p1 - p2| - r)^2, J, over active springs (force-limited
-        springs: the Huber energy of core/garment.py past their limit)."""
+        """Spring energy E = sum 1/2 k (|p1 - p2| - r)^2, J, over active springs, k times the
+        compression ratio where a spring is compressed (force-limited springs: the Huber energy of
+        core/garment.py past their limit)."""
         i, j = self.spring_indices.T
-        stretch = np.linalg.norm(positions[i] - positions[j], axis=1) - self.spring_rest_length
-        k, limit = self.spring_stiffness, self.spring_force_limit
+        length = np.linalg.norm(positions[i] - positions[j], axis=1)
+        stretch = length - self.spring_rest_length
+        k, limit = self.effective_stiffness(length), self.spring_force_limit
         terms = 0.5 * k * stretch**2
         if limit is not None:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -149,7 +163,7 @@ class ClothModel:
         i, j = self.spring_indices.T
         delta = positions[i] - positions[j]
         length = np.linalg.norm(delta, axis=1)
-        force = garment.limited_force(length - self.spring_rest_length, self.spring_stiffness,
+        force = garment.limited_force(length - self.spring_rest_length, self.effective_stiffness(length),
                                       self.spring_force_limit)
         scale = force / np.maximum(length, 1e-300)
         if active is not None:
@@ -160,7 +174,8 @@ class ClothModel:
         """(along, across), each (s,) N/m: a spring's Hessian is along n n^T + across (I - n n^T)
         at current lengths `length` (m), clamped to be positive semi-definite (across =
         max(0, f / l) drops a compressed spring's negative curvature); a spring at its force
-        limit has no stiffness along n."""
+        limit has no stiffness along n. stiffness: (s,) N/m before compression."""
+        stiffness = self.effective_stiffness(length, stiffness)
         force = garment.limited_force(length - self.spring_rest_length, stiffness, self.spring_force_limit)
         along = stiffness
         if self.spring_force_limit is not None:
@@ -319,6 +334,7 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None, we
         faces=faces,
         dropped_springs=dropped,
         spring_force_limit=garment.force_limits(kinds, settings),
+        spring_compression=garment.compression_ratios(kinds, settings),
         verlet_stiffness=verlet_stiffness,
         bending=bending,
         bending_terms=terms,
@@ -357,6 +373,7 @@ def concatenate_models(models) -> tuple[ClothModel, np.ndarray]:
         verlet_stiffness=np.concatenate([m.for_solver("verlet").spring_stiffness for m in models]),
         **_concatenated_bending(models, starts),
         spring_force_limit=_concatenated_limits(models),
+        spring_compression=_concatenated_compression(models),
     )
     return model, starts
 
@@ -393,3 +410,11 @@ def _concatenated_limits(models) -> np.ndarray | None:
         return None
     return np.concatenate([np.full(m.n_springs, np.inf) if m.spring_force_limit is None
                            else m.spring_force_limit for m in models])
+
+
+def _concatenated_compression(models) -> np.ndarray | None:
+    """The parts' spring_compression side by side (1 for parts without), or None."""
+    if all(m.spring_compression is None for m in models):
+        return None
+    return np.concatenate([np.ones(m.n_springs) if m.spring_compression is None
+                           else m.spring_compression for m in models])

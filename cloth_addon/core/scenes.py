@@ -167,3 +167,51 @@ def cloth_cube(n: int = 10, size: float = 0.5, center=(0.0, 0.0, 0.0)):
     inward = np.einsum("ij,ij->i", np.cross(b - a, c - a), a + c) < 0.0
     faces[inward] = faces[inward, ::-1]
     return vertices * size + np.asarray(center, dtype=np.float64), faces
+
+
+# The buckling scenes (tools/bench_buckling.py, tests/core/test_buckling.py): cloth compressed in
+# its own plane, which a converged implicit step, Blender's Cloth and real cloth fold.
+
+def standing_strip():
+    """The pile's strip standing on its edge: 8 x 60 vertices, 0.4 x 3.0 m, vertical in the xz
+    plane (exactly planar), its bottom 0.1 m above the floor z = 0. Returns vertices (480, 3) m,
+    quads (413, 4). Played at 30 fps over PlaneCollider(thickness=0.02, friction=0.5)."""
+    vertices, faces, _ = grid(8, 60, 1.0, "xz")
+    vertices = vertices * (0.4, 1.0, 3.0)
+    vertices += np.array([0.0, 0.0, 1.6]) - 0.5 * (vertices.max(axis=0) + vertices.min(axis=0))
+    return vertices, faces
+
+
+def open_tube(radius: float = 0.25, height: float = 1.2, segments: int = 32, rings: int = 48,
+              lift: float = 0.05):
+    """An open cylinder of cloth standing upright (axis z, no caps), its bottom ring `lift` m
+    above the floor z = 0: vertices (segments * rings, 3) m, quads ((rings - 1) segments, 4)
+    wound with normals outward. Played at 24 fps."""
+    angle = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    z = lift + np.linspace(0.0, height, rings)
+    vertices = np.stack([np.tile(radius * np.cos(angle), rings), np.tile(radius * np.sin(angle), rings),
+                         np.repeat(z, segments)], axis=1)
+    index = np.arange(segments * rings).reshape(rings, segments)
+    after = np.roll(index, -1, axis=1)
+    quads = np.stack([index[:-1], after[:-1], after[1:], index[1:]], axis=-1).reshape(-1, 4)
+    return vertices, quads
+
+
+def squeezed_sheet(n: int = 20, size: float = 1.0, squeeze: float = 0.6, frames: int = 24):
+    """A vertical size x size m sheet of n x n vertices (xz plane, exactly planar, top row at
+    z = 1.5 m), and its pins' path: the top row drawn towards its centre to `squeeze` of its width
+    over `frames` frames, then held. Returns vertices (n^2, 3), quads, pinned indices (n,) and
+    targets(frame) -> (n, 3) m, where the pins are at the end of that frame (1-based)."""
+    vertices, faces, index = grid(n, n, size, "xz")
+    vertices = vertices + (-0.5 * size, 0.0, 1.5)
+    pinned = index[0].copy()
+    start = vertices[pinned]
+    centre = start[:, 0].mean()
+
+    def targets(frame: int) -> np.ndarray:
+        shrink = 1.0 - (1.0 - squeeze) * min(frame / frames, 1.0)
+        moved = start.copy()
+        moved[:, 0] = centre + (start[:, 0] - centre) * shrink
+        return moved
+
+    return vertices, faces, pinned, targets

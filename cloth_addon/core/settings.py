@@ -104,7 +104,16 @@ class Settings:
                        given to the Simulation: core.WindField).
     tear_factor:       None (off) or > 1: a spring longer than rest * tear_factor at the end of
                        a step breaks for good.
-    one_sided:         structural springs resist stretching only (cloth may buckle, never stretch).
+    compression:       how hard a compressed spring pushes back, as a fraction of its stretch or
+                       shear stiffness, in [0, 1]: cloth resists stretching and barely resists
+                       being squeezed along itself, it buckles (woven cotton 0.3; 1 resists both
+                       alike, as rubber does; 0 does not resist at all). Every solver honours it
+                       (docs/PHYSICS.md §8).
+    imperfection:      the deterministic nudge every fresh state gets at its first step, as a
+                       fraction of the median edge length (Simulation._add_imperfection): what
+                       lets exactly symmetric input (a flat sheet squeezed in its plane, a strip
+                       standing on its edge) buckle as real cloth does. 0 keeps such symmetry
+                       exactly (for scripts that need bitwise invariants).
     self_collision:    keep the cloth (and other cloth objects simulated with it) from passing
                        through itself, and its layers self_collision_distance apart.
     collision_distance: m, cloth thickness against colliders (added to their own thickness).
@@ -150,7 +159,8 @@ class Settings:
     air_lift: float = AIR_LIFT
     wind: tuple = (0.0, 0.0, 0.0)
     tear_factor: float | None = None
-    one_sided: bool = False
+    compression: float = 0.3
+    imperfection: float = 1e-6
     self_collision: bool = False
     collision_distance: float = 0.005
     self_collision_distance: float | None = None
@@ -193,6 +203,8 @@ class Settings:
             if value < 0:
                 raise ValueError(f"Settings.{name} must be >= 0, got {value!r}")
             set_(self, name, value)
+        set_(self, "compression", _number("compression", self.compression, 0.0, 1.0))
+        set_(self, "imperfection", _number("imperfection", self.imperfection, 0.0, 1e-2))
         if not 0.0 <= float(self.damping) < 1.0:
             raise ValueError(f"Settings.damping must be in [0, 1), got {self.damping!r}")
         set_(self, "damping", float(self.damping))

@@ -26,17 +26,14 @@ from .topology import SEWING
 # fall for an hour is at 6e7 m), or an untorn cloth grown to this many times its rest size.
 DIVERGENCE_LIMIT = 1e9
 STRETCH_LIMIT = 1e3
-# Size of the imperfection given to a fresh state (Simulation._add_imperfection), as a fraction
-# of the median edge length: far below anything visible or measurable, enough to break symmetry.
-IMPERFECTION = 1e-6
 
 # Settings read afresh every step, and settings baked into the model.
 LIVE_FIELDS = {"gravity", "wind", "air_drag", "air_lift", "friction", "collision_distance",
                "self_collision", "self_collision_distance", "tear_factor", "use_pressure", "pressure",
-               "target_volume"}
+               "target_volume", "imperfection"}
 MODEL_FIELDS = {"density", "linear_density", "stretch_stiffness", "shear_stiffness", "bend_stiffness",
                 "max_vertices", "use_sewing", "sewing_force_max", "shrink", "stretch_stiffness_max",
-                "shear_stiffness_max", "bend_stiffness_max"}
+                "shear_stiffness_max", "bend_stiffness_max", "compression"}
 
 
 @dataclass(frozen=True)
@@ -169,8 +166,8 @@ class Simulation:
     def reset(self, start=None) -> None:
         """Back to the rest shape (or to start: (n, 3) m), at rest, nothing torn, frame 0 (time 0).
 
-        Unlike setting `state`, a reset lets the first step with self-collision give the cloth its
-        imperfection (_add_imperfection)."""
+        Unlike setting `state`, a reset lets the first step give the cloth its imperfection
+        (_add_imperfection)."""
         rest = self.model.rest_positions
         if start is not None:
             rest = np.array(start, dtype=np.float64)
@@ -257,7 +254,7 @@ class Simulation:
         pinned = model.pinned_indices
         start = self._x[pinned].copy()
         x, x_prev = self._x.copy(), self._x_prev.copy()
-        if not self._imperfect and settings.self_collision:
+        if not self._imperfect:
             self._add_imperfection(x, x_prev)
         contact = self.contact
         contact.begin_frame(substeps)
@@ -282,23 +279,28 @@ class Simulation:
         self._x, self._x_prev = x, x_prev
 
     def _add_imperfection(self, x, x_prev) -> None:
-        """Displace the free particles by a fixed pseudo-random IMPERFECTION x the median edge
-        length (no velocity), in place on x and x_prev (n, 3): once, at the first step after a
-        reset with self-collision on.
+        """Displace the free particles by a fixed pseudo-random Settings.imperfection x the median
+        edge length (no velocity), in place on x and x_prev (n, 3): once, at the first step after
+        a reset (docs/PHYSICS.md §8).
 
-        A perfectly flat sheet compressed in its own plane (a hanging strip landing on the floor,
-        a curtain lowered onto it) has nothing to buckle it: gravity and the springs never push
-        a particle out of the plane, so it collapses in-plane, through itself, instead of folding
-        (self-contact then has to hold every row apart). Real cloth is never that flat;
-        nanometres suffice to let the buckling instability grow. Only with self-collision, where
-        folding is what the user asked to see: elsewhere it would also tip the unstable balances
-        that scripted scenes may rely on (a sheet hanging centred on a ball)."""
+        A perfectly flat sheet compressed in its own plane (a hanging strip landing on its edge,
+        a curtain whose pins are drawn together, an upright tube) is an unstable equilibrium that
+        nothing leaves: gravity and the springs never push a particle out of the plane, so it
+        stands, or collapses in its plane, instead of folding. Real cloth is never that flat, and
+        Blender's own float noise breaks such symmetry too; nanometres suffice to let the buckling
+        instability grow. The offsets come from a generator seeded with the particle count, so a
+        scene gives the same result every run; on a scene that is not balanced on such an edge
+        they stay nanometres (a hanging sheet moves by far less than 0.1 mm over 60 frames,
+        tests/core/test_buckling.py)."""
         self._imperfect = True
         free = self.model.inv_mass > 0.0
         if not free.any() or not self.model.n_springs:
             return
         rng = np.random.default_rng(self.model.n_particles)
-        offset = IMPERFECTION * self.model.median_edge_length * rng.standard_normal((int(free.sum()), 3))
+        size = self.settings.imperfection * self.model.median_edge_length
+        if size == 0.0:
+            return
+        offset = size * rng.standard_normal((int(free.sum()), 3))
         x[free] += offset
         x_prev[free] += offset
 

@@ -25,9 +25,9 @@ import scipy.sparse as sp
 from ..garment import limited_spring_targets
 from ..geometry import gather
 from ..sparse_ops import MatVec
-from ..topology import STRUCTURAL
 from .base import InertialSolver, spring_damping_weights
 from .factor import factorize
+from .vertex_newton import VertexNewton
 
 # Spectral-radius estimate for Chebyshev when the settings give none. `python build.py paper`
 # sweeps it on the paper's two scenes (the README has the numbers): after 10 iterations the
@@ -78,7 +78,9 @@ class FastMassSpringSolver(InertialSolver):
         self.free = np.flatnonzero(~model.pinned)
         # the springs with stiffness; every per-spring array below is over these only
         self.springs = np.flatnonzero(model.spring_stiffness > 0.0)
-        self.one_sided = (settings.one_sided & (model.spring_kind == STRUCTURAL))[self.springs]
+        # (s,) the fraction of its stiffness a compressed spring resists with, or None for all 1
+        ratios = model.spring_compression
+        self.softened = None if ratios is None else 1.0 - ratios[self.springs]
         self.rest = model.spring_rest_length[self.springs]
         self.active = np.ones(len(self.springs), dtype=bool)
         self.spring_active = np.ones(model.n_springs, dtype=bool)
@@ -103,6 +105,8 @@ class FastMassSpringSolver(InertialSolver):
         self.incidence_pinned = incidence[:, model.pinned_indices].tocsr()
         self.factorizations = 0
         self.extra_iterations = 0  # iterations run beyond `iterations` for contacts (CONTACT_EXTRA)
+        # the step after the iterations that lets the cloth buckle (vertex_newton.py); None skips it
+        self.vertex_newton = VertexNewton(model, self.h, self.springs, incidence[:, self.free])
         self._dirty = True
 
     def set_active(self, active: np.ndarray) -> None:
@@ -137,11 +141,20 @@ class FastMassSpringSolver(InertialSolver):
             # so they are scaled by beta / h (h^2 k beta / h = h * beta * k, D's weight)
             self.damping_scale = np.where(weights > 0.0, self.spring_damping / self.h, 0.0)
         self.solve = factorize(system)
+        # K - M over the free particles, coordinate rows: the vertex step's gradient where the last
+        # iterate is not the last solve's result (see _vertex_step)
+        self.stiffness_part = MatVec(sp.block_diag([system - sp.diags(self.mass_f)] * 3))
+        if self.vertex_newton is not None:
+            bending = self.model.bending_matrix(self.spring_active)
+            self.vertex_newton.set_bending(None if bending is None else bending[self.free][:, self.free])
         self.factorizations += 1
         self._dirty = False
 
     def spring_targets(self, delta: np.ndarray, damped_length: np.ndarray | None = None) -> np.ndarray:
-        """Local step: (3, s) vectors d_i of rest length along p_i1 - p_i2 (delta, (3, s), reused).
+        """Local step: (3, s) vectors d_i along p_i1 - p_i2 (delta, (3, s), reused): of rest length
+        for a stretched spring; for a compressed one, of its length l plus compression * (r - l),
+        the target whose pull through the matrix's full stiffness k is the spring's own force,
+        compression * k * (r - l) (the matrix stays the one factorisation; see docs/PHYSICS.md §8).
 
         damped_length: (s,) m, the damping springs' rest lengths times their scale (see
         _refactor), whose targets along the same direction are added to d_i.
@@ -149,15 +162,16 @@ class FastMassSpringSolver(InertialSolver):
         """
         scale = np.einsum("ij,ij->j", delta, delta)
         np.sqrt(scale, out=scale)
-        compressed = (self.one_sided & (scale < self.rest)) if self.one_sided.any() else None
         limited = self.limited
         length_limited = scale[limited] if limited is not None else None
         np.maximum(scale, 1e-12, out=scale)
         damped = None if damped_length is None else damped_length / scale
         np.divide(self.rest, scale, out=scale)
-        if compressed is not None:
-            # a compressed one-sided spring has no energy: its best d is the current vector
-            scale[compressed] = 1.0
+        if self.softened is not None:
+            # r / l > 1 where compressed: 1 + compression (r / l - 1) there, r / l elsewhere
+            excess = np.maximum(scale - 1.0, 0.0)
+            excess *= self.softened
+            scale -= excess
         if limited is not None:
             scale[limited] = limited_spring_targets(length_limited, self.rest[limited],
                                                     self.limited_stiffness, self.limited_force)
@@ -198,10 +212,12 @@ class FastMassSpringSolver(InertialSolver):
         # coordinate rows [x..., y..., z...], like the iterates' products below
         base = np.ascontiguousarray(base.T).ravel()
         delta_pinned = np.ascontiguousarray((self.incidence_pinned @ y_pinned).T).ravel()
-        damped_length = None
+        damped_length = damping = None
         if self.damping_scale is not None:
             start = self.incidence @ positions
-            damped_length = self.damping_scale * np.sqrt(np.einsum("ij,ij->i", start, start))
+            start_length = np.sqrt(np.einsum("ij,ij->i", start, start))
+            damped_length = self.damping_scale * start_length
+            damping = (self.damping_scale * self.model.spring_stiffness[self.springs], start_length)
         x = y if start_at_y else self.predict(positions, previous, 0.0, pin_targets)
         xf = gather(x, free)
         n_springs = len(self.rest)
@@ -225,15 +241,16 @@ class FastMassSpringSolver(InertialSolver):
         while k < last:
             k += 1
             delta = self.incidence_free.add_into(xf.T.ravel(), delta_pinned.copy()).reshape(3, n_springs)
-            new = self.solve(self.right_hand_side(self.spring_targets(delta, damped_length), base, push))
+            targets = self.spring_targets(delta, damped_length)
+            solved = self.solve(self.right_hand_side(targets, base, push))
+            new = solved
             # Not while contact forces act: they change from one iteration to the next, and
             # extrapolating along that change set a cloth on a table vibrating.
             if self.chebyshev and k > CHEBYSHEV_DELAY and push is None:
                 first = k == CHEBYSHEV_DELAY + 1
                 omega = 2.0 / (2.0 - self.rho**2) if first else 4.0 / (4.0 - self.rho**2 * omega)
-                new -= older
-                new *= omega
-                new += older
+                new = older + omega * (solved - older)
+            pushed = None
             if contact is not None:
                 full = y.copy()
                 full[free] = new
@@ -248,17 +265,46 @@ class FastMassSpringSolver(InertialSolver):
                             and np.einsum("ij,ij->i", moved, moved).max() > settled):
                         last += 1
                         self.extra_iterations += 1
-                    moved *= self.mass_f[:, None]
-                    push = moved if push is None else push + moved
+                    pushed = moved * self.mass_f[:, None]
+                    push = pushed if push is None else push + pushed
                 new = gather(full, free)
             older, xf = xf, new
             if observer is not None:
                 observe(k)
+        if self.vertex_newton is not None and k:
+            xf = self._vertex_step(xf, solved, targets, pushed, delta_pinned, damped_length, damping)
+        full_push = None
+        if push is not None:
+            full_push = np.zeros_like(y)
+            full_push[free] = push
         if contact is not None:
-            contact.push = None
-            if push is not None:
-                contact.push = np.zeros_like(y)
-                contact.push[free] = push
+            contact.push = full_push
         out = y.copy()
         out[free] = xf
         return out
+
+    def _vertex_step(self, xf, solved, targets, pushed, delta_pinned, damped_length, damping):
+        """xf (f, 3) after the vertex Newton step (vertex_newton.py), from the last iteration's
+        solve result (f, 3), its targets (3, s) and the contact forces its projection added
+        ((f, 3) or None).
+
+        The step needs the objective's gradient at xf. For force-matched targets d(x) it is
+        K x - b(d(x)) (K = M + h^2 L, b the right-hand side), and the last solve made
+        K solved = b(targets); so at xf = solved + e
+            grad g(xf) = h^2 J (targets - d(xf)) + (K - M) e + M (e - e_contact)
+        with e_contact the projection's part of e, whose M e_contact the push already holds: one
+        local step and one product with h^2 J, and a product with K - M only where the iterate
+        was moved after its solve (contact, Chebyshev).
+        """
+        delta = self.incidence_free.add_into(xf.T.ravel(), delta_pinned.copy()).reshape(3, len(self.rest))
+        length = np.sqrt(np.einsum("ij,ij->j", delta, delta))
+        unit = delta / np.maximum(length, 1e-12)
+        change = targets - self.spring_targets(delta, damped_length)
+        gradient = self.h2_J(change.ravel()).reshape(3, -1)
+        moved = xf - solved
+        if np.any(moved):
+            gradient += self.stiffness_part(np.ascontiguousarray(moved.T).ravel()).reshape(3, -1)
+            if pushed is not None:
+                moved = moved - pushed / self.mass_f[:, None]
+            gradient += (self.mass_f[:, None] * moved).T
+        return xf - self.vertex_newton.step(gradient, length, unit, self.active, damping).T

@@ -17,7 +17,6 @@ import scipy.sparse as sp
 
 from ..bending import quadratic_energy
 from ..model import pulls_to_forces
-from ..topology import STRUCTURAL
 from .base import InertialSolver, spring_damping_weights
 from .factor import factorize
 
@@ -28,7 +27,6 @@ class NewtonSolver(InertialSolver):
     def __init__(self, model, settings):
         super().__init__(model, settings)
         self.free = np.flatnonzero(~model.pinned)
-        self.one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
         self.rest = model.spring_rest_length
         # each free particle's row block in the Hessian; -1 for pinned ones
         self.free_index = np.full(model.n_particles, -1, dtype=np.int64)
@@ -55,18 +53,10 @@ class NewtonSolver(InertialSolver):
             self.damping_length = self._lengths(positions)
         return super().predict(positions, previous, accel, pin_targets)
 
-    def working(self, x) -> np.ndarray:
-        """(s,) bool: springs with energy at x (active, and not a compressed one-sided spring)."""
-        if not self.one_sided.any():
-            return self.active
-        i, j = self.model.spring_indices.T
-        compressed = np.linalg.norm(x[i] - x[j], axis=1) < self.rest
-        return self.active & ~(self.one_sided & compressed)
-
     def objective(self, x, y) -> float:
-        """g(x), J: inertia plus h^2 times the energy of the working springs and of bending."""
+        """g(x), J: inertia plus h^2 times the energy of the springs that exist and of bending."""
         inertia = 0.5 * float(np.sum(self.model.mass[:, None] * (x - y) ** 2))
-        elastic = self.model.energy(x, self.working(x)) + quadratic_energy(self.bending, x)
+        elastic = self.model.energy(x, self.active) + quadratic_energy(self.bending, x)
         total = inertia + self.h * self.h * elastic
         if self.damping_length is not None:
             change = self._lengths(x) - self.damping_length
@@ -79,7 +69,7 @@ class NewtonSolver(InertialSolver):
 
     def gradient(self, x, y) -> np.ndarray:
         """(f, 3) dg/dx over the free particles."""
-        forces = self.model.spring_forces(x, self.working(x))
+        forces = self.model.spring_forces(x, self.active)
         if self.bending is not None:
             forces -= self.bending @ x
         if self.damping_length is not None:
@@ -97,7 +87,7 @@ class NewtonSolver(InertialSolver):
         delta = x[i] - x[j]
         length = np.maximum(np.linalg.norm(delta, axis=1), 1e-12)
         n = delta / length[:, None]
-        k = np.where(self.working(x), self.model.spring_stiffness, 0.0)
+        k = np.where(self.active, self.model.spring_stiffness, 0.0)
         outer = n[:, :, None] * n[:, None, :]
         along, across = self.model.spring_curvatures(length, k)
         if self.damping_length is not None:

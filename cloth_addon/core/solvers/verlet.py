@@ -13,7 +13,6 @@ import scipy.sparse as sp
 
 from ..colouring import colour_springs
 from ..sparse_ops import MatVec
-from ..topology import STRUCTURAL
 from .base import InertialSolver
 
 
@@ -36,7 +35,11 @@ class VerletSolver(InertialSolver):
             compliance = np.where(np.isinf(k), 0.0, 1.0 / (k * h * h))
         # a spring between two pinned particles, or of zero stiffness, does nothing
         movable = ((wi + wj) > 0.0) & (k > 0.0)
-        one_sided = settings.one_sided & (model.spring_kind == STRUCTURAL)
+        # compressed springs are softer (Settings.compression): XPBD compliance 1 / (c k h^2),
+        # infinite (no resistance) at c = 0
+        ratios = model.spring_compression
+        with np.errstate(divide="ignore", invalid="ignore"):
+            squeezed = None if ratios is None else np.where(ratios > 0.0, compliance / ratios, np.inf)
         # Force-limited (sewing) springs: XPBD's multiplier is the force times h^2, so capping
         # its accumulated value caps the force (needs the multipliers even for rigid springs).
         limit = model.spring_force_limit
@@ -50,6 +53,14 @@ class VerletSolver(InertialSolver):
                 continue
             denom = wi[ids] + wj[ids] + compliance[ids]
             ci, cj = wi[ids] / denom, wj[ids] / denom
+            softer = None
+            if squeezed is not None and np.any(ratios[ids] < 1.0):
+                # (compliance, 1 / denominator) of the springs while compressed
+                # an infinite compliance (compression 0) pushes nothing: its 1 / denominator is 0
+                soft = squeezed[ids]
+                unbounded = np.isinf(soft)
+                softer = (np.where(unbounded, 0.0, soft),
+                          np.where(unbounded, 0.0, 1.0 / (wi[ids] + wj[ids] + np.where(unbounded, 0.0, soft))))
             gi, gj, e = i[ids], j[ids], np.arange(len(ids))
             ones = np.ones(len(ids))
             gather = sp.csr_matrix((np.concatenate([ones, -ones]), (np.tile(e, 2), np.concatenate([gj, gi]))),
@@ -59,14 +70,14 @@ class VerletSolver(InertialSolver):
             self.colours.append({
                 "ids": ids, "i": gi, "j": gj, "rest": model.spring_rest_length[ids],
                 "ci": ci, "cj": cj, "compliance": compliance[ids],
-                "inv_denom": 1.0 / denom, "one_sided": one_sided[ids] if one_sided.any() else None,
+                "inv_denom": 1.0 / denom, "compressed": softer,
                 "lam_limit": None if lam_limit is None or np.isinf(lam_limit[ids]).all() else lam_limit[ids],
                 "active": None,  # None while nothing is torn: saves two products per colour
                 # p_j - p_i for x, y, z at once; corrections +ci at i, -cj at j
                 "gather": MatVec(sp.block_diag([gather] * 3)),
                 "scatter": MatVec(sp.block_diag([scatter] * 3)),
             })
-        self.has_compliance = bool(np.any(compliance > 0.0)) or lam_limit is not None
+        self.has_compliance = bool(np.any(compliance > 0.0)) or lam_limit is not None or squeezed is not None
 
     def set_active(self, active: np.ndarray) -> None:
         """active: (s,) bool, springs that still exist (torn ones do not)."""
@@ -89,19 +100,25 @@ class VerletSolver(InertialSolver):
                 d = g["gather"](flat).reshape(3, -1)
                 length = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
                 error = length - g["rest"]
-                if g["one_sided"] is not None:
-                    error = np.where(g["one_sided"], np.maximum(error, 0.0), error)
+                compliance, inv_denom = g["compliance"], g["inv_denom"]
+                if g["compressed"] is not None:
+                    short = error < 0.0
+                    compliance = np.where(short, g["compressed"][0], compliance)
+                    inv_denom = np.where(short, g["compressed"][1], inv_denom)
                 if g["active"] is not None:
                     error *= g["active"]
                 if lambdas is not None:
                     lam = lambdas[index]
-                    error += g["compliance"] * lam
+                    error += compliance * lam
                     if g["lam_limit"] is None:
-                        lam -= error * g["inv_denom"]
+                        lam -= error * inv_denom
                     else:
-                        capped = np.clip(lam - error * g["inv_denom"], -g["lam_limit"], g["lam_limit"])
-                        error = (lam - capped) / g["inv_denom"]
+                        capped = np.clip(lam - error * inv_denom, -g["lam_limit"], g["lam_limit"])
+                        error = (lam - capped) / inv_denom
                         lam[:] = capped
+                if g["compressed"] is not None:
+                    # the scatter's weights hold the stretched springs' 1 / denominator
+                    error *= inv_denom / g["inv_denom"]
                 d *= error / np.maximum(length, 1e-12)
                 g["scatter"].add_into(d.ravel(), flat)
         return np.ascontiguousarray(flat.reshape(3, -1).T)

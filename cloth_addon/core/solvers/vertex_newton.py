@@ -1,0 +1,121 @@
+"""One Newton step per vertex on the implicit Euler objective, after the fast solver's iterations
+(docs/PHYSICS.md §8): what makes the cloth buckle and fold at two iterations.
+
+The local/global iterations are a gradient descent preconditioned with M + h^2 L, which gives
+every spring its stiffness k in every direction, across the spring as along it. The local step
+turns the springs' targets with the iterate, so a stretched spring's artificial stiffness across
+itself vanishes as the iterations converge; but they converge slowly there, at a rate near
+h^2 k / (m + h^2 k) per iteration. Where springs are compressed the true Hessian is soft across
+them (negative before the clamp: a compressed column is an unstable equilibrium) and, with
+Settings.compression below 1, soft along them too; two iterations from a straight start still find
+the straight column, and a compressed spring that the matrix holds at full stiffness barely
+shortens (the cloth stands like cardboard where a converged implicit step buckles and folds).
+
+The step fixes what the iterations leave there, vertex by vertex:
+
+    x_i <- x_i - D_i^-1 grad_i g(x)
+    D_i  = m_i I + 2 h^2 sum over i's springs of H_s + h^2 sum_j |B_ij| I          (3 x 3)
+    H_s  = k_s n n^T + max(0, f_s / l_s) (I - n n^T)     (the clamped spring Hessian, f = k_s (l - r))
+
+k_s is the spring's stiffness, times Settings.compression where it is shorter than at rest. grad
+is the whole objective's, inertia, springs, bending and contact forces included, so a vertex the
+iterations left in balance does not move (a cloth at rest stays exactly where it is). D is a
+Gershgorin bound of the true Hessian's diagonal blocks: a spring's 6 x 6 Hessian is at most twice
+its two diagonal blocks, and the bending matrix at most its absolute row sums, so the step descends
+on g's quadratic model whatever the neighbours do (the plain block diagonal, a Jacobi step,
+overshoots where stiff springs couple vertices). Across a compressed spring D holds the mass alone,
+so the bending instability grows there as in Newton's method; along stiff stretched springs it
+moves a vertex by at most half of what Newton would, and the iterations have already converged
+those. Like a vertex block descent step (Chen et al. 2024), but all vertices at once.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..garment import limited_force
+from ..sparse_ops import MatVec
+
+
+class VertexNewton:
+    """The step's blocks D for one model's free particles; springs (s,) are the fast solver's
+    springs with stiffness, whose gradient and spring geometry it is given (coordinate rows).
+
+    model: ClothModel; h: substep length, s; springs: (s,) int64 indices into the model's springs;
+    incidence_free: (s, f) sparse, +1 at each spring's first particle and -1 at its second, over
+    the free particles.
+    """
+
+    def __init__(self, model, h: float, springs: np.ndarray, incidence_free):
+        self.h2 = h * h
+        ratios = model.spring_compression
+        self.compression = None if ratios is None else ratios[springs]
+        self.rest = model.spring_rest_length[springs]
+        self.stiffness = model.spring_stiffness[springs]
+        limit = model.spring_force_limit
+        self.limit = None if limit is None else limit[springs]
+        # |A|^T sums each spring's block at both of its (free) ends, for six entries at once
+        self.ends = MatVec(sp.block_diag([abs(sp.csr_matrix(incidence_free).T)] * 6))
+        self.mass = model.mass[~model.pinned]
+        self.diagonal = self.mass
+
+    def set_bending(self, bending) -> None:
+        """bending: (f, f) the bending matrix over the free particles (torn hinges removed), or
+        None; its absolute row sums join every block's diagonal."""
+        bound = 0.0 if bending is None else np.asarray(abs(bending).sum(axis=1)).ravel()
+        self.diagonal = self.mass + self.h2 * bound
+
+    def step(self, gradient: np.ndarray, length: np.ndarray, unit: np.ndarray, active: np.ndarray,
+             damping: tuple | None = None) -> np.ndarray:
+        """(3, f) the step D^-1 grad to subtract from the free particles' positions.
+
+        gradient: (3, f) grad g at the positions, coordinate rows (kg m); length: (s,) m, the
+        springs' lengths there; unit: (3, s) their directions; active: (s,) bool, springs that
+        still exist; damping: the solver's damping springs as (stiffness (s,) N/m, rest lengths
+        (s,) m: the springs' lengths at the substep's start), or None.
+        """
+        stretch = length - self.rest
+        k = np.where(active, self.stiffness, 0.0)
+        if self.compression is not None:
+            k = np.where(stretch < 0.0, self.compression * k, k)
+        force = limited_force(stretch, k, self.limit)
+        along = k if self.limit is None else np.where(np.abs(k * stretch) > self.limit, 0.0, k)
+        across = np.maximum(force, 0.0)
+        if damping is not None:
+            weight, start = damping
+            across += np.maximum(weight * (length - start), 0.0)
+            along = along + weight
+        across /= np.maximum(length, 1e-12)
+        # each spring's block (along - across) n n^T + across I, its six distinct entries as rows
+        # (xx, yy, zz, xy, xz, yz)
+        weighted = unit * (along - across)
+        entries = np.empty((6, len(length)))
+        np.multiply(weighted, unit, out=entries[:3])
+        entries[:3] += across
+        np.multiply(weighted[0], unit[1], out=entries[3])
+        np.multiply(weighted[0], unit[2], out=entries[4])
+        np.multiply(weighted[1], unit[2], out=entries[5])
+        blocks = self.ends(entries.ravel()).reshape(6, -1)
+        blocks *= 2.0 * self.h2
+        blocks[:3] += self.diagonal
+        return solve_symmetric3(blocks, gradient)
+
+
+def solve_symmetric3(blocks: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """(3, n) solutions of n symmetric 3 x 3 systems, by cofactors (np.linalg.solve on (n, 3, 3)
+    is several times slower). blocks: (6, n) entries (xx, yy, zz, xy, xz, yz) as rows, positive
+    definite; rhs: (3, n)."""
+    a, d, f, b, c, e = blocks
+    c11 = d * f - e * e
+    c12 = c * e - b * f
+    c13 = b * e - c * d
+    c22 = a * f - c * c
+    c23 = b * c - a * e
+    c33 = a * d - b * b
+    det = a * c11 + b * c12 + c * c13
+    r0, r1, r2 = rhs
+    out = np.empty_like(rhs)
+    out[0] = c11 * r0 + c12 * r1 + c13 * r2
+    out[1] = c12 * r0 + c22 * r1 + c23 * r2
+    out[2] = c13 * r0 + c23 * r1 + c33 * r2
+    out /= det
+    return out
