@@ -117,17 +117,13 @@ def play_core(scene: BucklingScene, changes: dict, vertex_step: bool):
 
 def play_blender(scene: BucklingScene):
     """The same for Blender's Cloth modifier at its defaults (collision floor at its defaults)."""
-    import bpy
-
     import bench_blender
+    import bpy
 
     vertices, faces, pinned, targets, floor = scene_arrays(scene)
     blend = fresh(scene)
     if floor:
-        half = bench_blender.FLOOR_SIZE / 2
-        bench_blender.add_collision(bench_blender.mesh_object(
-            "Floor", [(-half, -half, 0), (half, -half, 0), (half, half, 0), (-half, half, 0)], [(0, 1, 2, 3)],
-            bench_blender.FLOOR_COLOUR))
+        bench_blender.add_collision(floor_object())
     cloth = bench_blender.mesh_object("Cloth", vertices, faces, bench_blender.CLOTH_COLOUR)
     modifier = cloth.modifiers.new("Cloth", "CLOTH")
     modifier.point_cache.frame_start, modifier.point_cache.frame_end = 1, scene.frames
@@ -154,6 +150,15 @@ def play_blender(scene: BucklingScene):
             row.append((frame, float(x[:, 2].max()), departure(scene, x, vertices)))
     x = bench_blender.evaluated_world(cloth, bpy.context.evaluated_depsgraph_get())
     return row, x
+
+
+def floor_object():
+    """The bench's floor: a 20 m square at z = 0."""
+    import bench_blender
+
+    half = bench_blender.FLOOR_SIZE / 2
+    corners = [(-half, -half, 0), (half, -half, 0), (half, half, 0), (-half, half, 0)]
+    return bench_blender.mesh_object("Floor", corners, [(0, 1, 2, 3)], bench_blender.FLOOR_COLOUR)
 
 
 def squeeze_frames(targets) -> int:
@@ -191,10 +196,9 @@ def fresh(scene: BucklingScene):
 
 def render(scene: BucklingScene, finals: dict, path: Path) -> None:
     """Render each way's last frame (Workbench, smooth) and put them side by side."""
+    import bench_blender
     import bpy
     from PIL import Image, ImageDraw, ImageFont
-
-    import bench_blender
 
     vertices, faces, _, _, floor = scene_arrays(scene)
     tiles = []
@@ -202,9 +206,7 @@ def render(scene: BucklingScene, finals: dict, path: Path) -> None:
         for label, x in finals.items():
             fresh(scene)
             if floor:
-                half = bench_blender.FLOOR_SIZE / 2
-                bench_blender.mesh_object("Floor", [(-half, -half, 0), (half, -half, 0), (half, half, 0),
-                                                    (-half, half, 0)], [(0, 1, 2, 3)], bench_blender.FLOOR_COLOUR)
+                floor_object()
             bench_blender.mesh_object("Cloth", x, faces, bench_blender.CLOTH_COLOUR)
             bench_blender.add_camera(bench_blender.Scene(scene.name, (0, 0), (0, 0), "xz", (0, 0, 0), 1, 1,
                                                          scene.camera))
@@ -251,7 +253,8 @@ def run(argv) -> int:
         if blender:
             row, x = play_blender(scene)
             finals["Blender Cloth"] = x
-            print(f"  {'Blender Cloth, defaults':40s} {row_text(row)}  p5 {edge_ratio_p5(x, faces, vertices):.3f}")
+            p5 = edge_ratio_p5(x, faces, vertices)
+            print(f"  {'Blender Cloth, defaults':40s} {row_text(row)}  p5 {p5:.3f}")
         for label, changes, vertex_step in WAYS:
             row, x, ms = play_core(scene, changes, vertex_step)
             if label in ("ours, defaults", BEFORE):

@@ -67,6 +67,15 @@ class PlaneCollider:
         mu = friction_coefficient(self, friction)
         _apply_friction(positions, previous, hit, np.broadcast_to(normal, (int(hit.sum()), 3)), depth, mu)
 
+    def gaps(self, positions, margin):
+        """(n,) m signed distances of the particles from the plane's reach (negative inside), and
+        the unit normal (n, 3) along which each leaves it."""
+        normal = np.asarray(self.normal, dtype=np.float64)
+        normal = normal / np.linalg.norm(normal)
+        gap = (np.einsum("ij,j->i", positions, normal) - np.asarray(self.point, dtype=np.float64) @ normal
+               - (self.thickness + margin))
+        return gap, np.broadcast_to(normal, positions.shape)
+
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the plane: (rows (k,), unit normals (k, 3), surface displacement
         (k, 3) from pose `start` (a previous `point`) to now, or None)."""
@@ -142,6 +151,17 @@ class SphereCollider:
             sh = s[hit]
             push_features(positions, edges[hit], np.stack([1.0 - sh, sh], axis=1),
                           offset[hit] / dist[hit, None], reach - dist[hit], movable)
+
+    def gaps(self, positions, margin):
+        """(n,) m signed distances of the particles from the ball's reach (negative inside), and
+        the unit normal (n, 3) along which each leaves it (up at the very centre)."""
+        offset = positions - np.asarray(self.center, dtype=np.float64)
+        dist = vector_lengths(offset)
+        normal = np.empty_like(offset)
+        away = dist > 1e-12
+        normal[away] = offset[away] / dist[away, None]
+        normal[~away] = (0.0, 0.0, 1.0)
+        return dist - (self.radius + self.thickness + margin), normal
 
     def contact_normals(self, positions, margin, movable, start=None):
         """Particles touching the ball: (rows (k,), unit normals (k, 3), surface displacement

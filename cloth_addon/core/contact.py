@@ -63,9 +63,42 @@ _FRICTION_BAND = 0.1
 # it set a tablecloth rocking); a particle that no longer touches starts from none.
 CONTACT_MEMORY = 0.9
 
+# Rounds of vertex projections after which two colliders that push a vertex back and forth (the
+# wedge between a ball and the floor) are left to the next substep (ContactStage._agree).
+AGREE_ROUNDS = 4
+
 # How far beyond the first iterate's motion (doubled) a mesh collider's candidates reach, as a
 # fraction of the median edge length (ContactStage._prepare_meshes). Also covers the friction band.
 _CANDIDATE_SLACK = 0.5
+
+
+def _two_contacts(x, colliders, movable, margin) -> bool:
+    """Move every vertex of x (n, 3, in place) that is inside one of the analytic colliders out of
+    its two deepest ones at once (ContactStage._agree); True if any moved."""
+    gaps, normals = zip(*(c.gaps(x, margin) for c in colliders), strict=True)
+    gaps, normals = np.stack(gaps), np.stack(normals)  # (c, n), (c, n, 3)
+    inside = np.flatnonzero((gaps.min(axis=0) < -1e-12) & movable)
+    if not len(inside):
+        return False
+    order = np.argsort(gaps[:, inside], axis=0)[:2]  # the deepest two of each vertex
+    rows = np.arange(len(inside))
+    g_a, g_b = gaps[order[0], inside], gaps[order[1], inside]
+    n_a, n_b = normals[order[0], inside], normals[order[1], inside]
+    # alone, the deepest contact moves the vertex by -g_a along n_a; if that leaves it inside the
+    # other (n_b . dx < -g_b), both bind: [1 c; c 1] (a, b) = (-g_a, -g_b), c = n_a . n_b
+    move = -g_a[:, None] * n_a
+    cosine = np.einsum("ij,ij->i", n_a, n_b)
+    both = (np.einsum("ij,ij->i", move, n_b) < -g_b) & (1.0 - cosine * cosine > 1e-6)
+    if np.any(both):
+        c, ga, gb = cosine[both], -g_a[both], -g_b[both]
+        det = 1.0 - c * c
+        a = (ga - c * gb) / det
+        b = (gb - c * ga) / det
+        ok = (a >= 0.0) & (b >= 0.0)
+        pick = rows[both][ok]
+        move[pick] = a[ok, None] * n_a[pick] + b[ok, None] * n_b[pick]
+    x[inside] += move
+    return True
 
 
 def _pose(collider):
@@ -206,12 +239,45 @@ class ContactStage:
                 for collider in sim.colliders:
                     self._project(collider, x1, x0, movable, margin, features)
         held, normal, surface = self._friction(x0, x1, y, movable, margin)
+        self._agree(x1, x0, movable, margin)
         self._carry(x0, y, held, normal, surface)
         if contact is not None:
             contact.prepare(x0, x1)
             # last, so that nothing undoes it; vertices a collider holds anchor their impact zones
             # like pins, so that a zone is not pushed into the floor under a pile
             contact.untangle(x0, x1, held)
+
+    def _agree(self, x1, x0, movable, margin) -> None:
+        """After friction, make every collider's contact hold at once, in place on x1.
+
+        Where two bodies meet (a ball on the floor) one's friction, holding a vertex where it was
+        along its surface, or one's projection can leave it inside the other, in the wedge between
+        them; projecting in turn converges there at a rate near the cosine squared of the angle
+        between the two surfaces, so slowly that the cloth pulled in creeps under the ball. For the
+        analytic colliders (gaps()) the two deepest contacts of a vertex are solved together: the
+        shortest move that takes it out of both tangent half-spaces, dx = a n_A + b n_B with
+        a, b >= 0 (two constraints, their 2 x 2 Gram system). Mesh colliders project in turn.
+        At most AGREE_ROUNDS rounds (the ball's curvature leaves a remainder to a second).
+        """
+        colliders = self.sim.colliders
+        if len(colliders) < 2:
+            return
+        analytic = [c for c in colliders if hasattr(c, "gaps")]
+        meshes = [c for c in colliders if not hasattr(c, "gaps")]
+        for _ in range(AGREE_ROUNDS):
+            moved = False
+            for collider in meshes:
+                before = x1.copy()
+                self._project(collider, x1, x0, movable, margin, None)
+                moved |= not np.array_equal(before, x1)
+            if len(analytic) >= 2:
+                moved |= _two_contacts(x1, analytic, movable, margin)
+            elif analytic:
+                before = x1.copy()
+                self._project(analytic[0], x1, x0, movable, margin, None)
+                moved |= not np.array_equal(before, x1)
+            if not moved:
+                return
 
     def _carry(self, x0, y, held, normal, surface) -> None:
         """Keep, for the next substep, the part of each touching particle's contact force that

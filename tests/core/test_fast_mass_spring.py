@@ -153,7 +153,7 @@ def hammock(grid, n, iterations, solver="fast_mass_spring", **changes):
 
 
 def test_settled_sag_does_not_depend_on_iterations(grid):
-    sags = [hammock(grid, 20, it) for it in (5, 10, 40)]
+    sags = [hammock(grid, 20, it) for it in (1, 2, 5, 10, 40)]
     assert max(sags) <= 1.03 * min(sags), sags
 
 

@@ -175,14 +175,18 @@ def _flag(fields, seconds=6, **changes):
     return frames, frames[-48:, :, 1].std(axis=0).mean()
 
 
-def test_a_flag_keeps_moving_in_a_gusty_wind_and_hangs_still_without():
+def test_a_flag_keeps_moving_in_a_gusty_wind_and_hangs_limp_without():
     _, _, _, direction = scenes.flag()
     gusty = WindField(location=(-1.0, 0.0, 1.5), direction=direction, strength=8.0, noise=1.0)
-    frames, motion = _flag([gusty])
-    assert motion >= 0.02  # m, over the last 2 s of 6: still moving (0.017 m without lift)
+    frames, gusty_motion = _flag([gusty])
+    assert gusty_motion >= 0.02  # m, over the last 2 s of 6: still moving
     assert frames[-48:, :, 2].mean() > 1.44  # flying out along the wind (its centre was at z = 1.5)
-    frames, motion = _flag([])
-    assert motion < 1e-6 and np.abs(frames[..., 1]).max() < 1e-9
+    # Without wind the flag folds down along its pole and comes to rest, as cloth does (a flag
+    # that held itself out flat, its free end 0.1 m below its top, stood like cardboard).
+    frames, motion = _flag([], seconds=10)
+    assert frames[-1, :, 2].min() < 0.5  # its free corner hangs down (it was at z = 1.0)
+    assert np.abs(frames[-1, :, 1]).max() > 0.05  # in folds, out of its plane
+    assert motion < 0.3 * gusty_motion  # settling, not fluttering
 
 
 def test_lift_makes_a_flag_flutter_rather_than_sway():
@@ -192,7 +196,7 @@ def test_lift_makes_a_flag_flutter_rather_than_sway():
     share = {}
     for lift in (1.0, 0.0):
         frames, motion = _flag(steady, substeps=4, iterations=10, air_drag=0.15, air_lift=lift)
-        assert motion >= 0.02
+        assert motion >= 0.01  # m: moving (17-23 mm), not standing in the wind
         across = frames[-48:, :, 1] - frames[-48:, :, 1].mean(axis=0)
         power = (np.abs(np.fft.rfft(across, axis=0)) ** 2).sum(axis=1)[1:]
         share[lift] = power[np.fft.rfftfreq(48, 1.0 / 24.0)[1:] > 1.0].sum() / power.sum()
@@ -206,7 +210,7 @@ def test_wind_fields_can_change_between_frames(grid):
     for reach in (None, 0.2):
         sim = Simulation(v, f, Settings(), pinned=index[0])
         sim.step(5)
-        assert np.abs(sim.positions[:, 1]).max() < 1e-12
+        assert np.abs(sim.positions[:, 1]).max() < 1e-6  # in its plane, but for the imperfection
         sim.wind_fields = [WindField(location=(0.5, 0.0, -0.5), direction=(0, 1, 0), strength=5.0,
                                      use_max_distance=reach is not None, max_distance=reach or 0.0)]
         sim.step(10)

@@ -59,8 +59,8 @@ class VerletSolver(InertialSolver):
                 # an infinite compliance (compression 0) pushes nothing: its 1 / denominator is 0
                 soft = squeezed[ids]
                 unbounded = np.isinf(soft)
-                softer = (np.where(unbounded, 0.0, soft),
-                          np.where(unbounded, 0.0, 1.0 / (wi[ids] + wj[ids] + np.where(unbounded, 0.0, soft))))
+                soft = np.where(unbounded, 0.0, soft)
+                softer = (soft, np.where(unbounded, 0.0, 1.0 / (wi[ids] + wj[ids] + soft)))
             gi, gj, e = i[ids], j[ids], np.arange(len(ids))
             ones = np.ones(len(ids))
             gather = sp.csr_matrix((np.concatenate([ones, -ones]), (np.tile(e, 2), np.concatenate([gj, gi]))),

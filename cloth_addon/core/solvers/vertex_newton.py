@@ -77,9 +77,12 @@ class VertexNewton:
         k = np.where(active, self.stiffness, 0.0)
         if self.compression is not None:
             k = np.where(stretch < 0.0, self.compression * k, k)
-        force = limited_force(stretch, k, self.limit)
-        along = k if self.limit is None else np.where(np.abs(k * stretch) > self.limit, 0.0, k)
-        across = np.maximum(force, 0.0)
+        # A force-limited (sewing) spring past its limit has no curvature along itself, and a step
+        # sized by the mass alone would carry a seam's ends far past each other before the pull
+        # fades as the seam closes: k, the curvature it has once closer, bounds the step instead
+        # (the block stays above the Hessian along the whole step, not only where it starts).
+        along = k
+        across = np.maximum(limited_force(stretch, k, self.limit), 0.0)
         if damping is not None:
             weight, start = damping
             across += np.maximum(weight * (length - start), 0.0)
