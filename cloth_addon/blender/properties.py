@@ -175,8 +175,6 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         description="Only Collision objects in this collection collide with this cloth (empty: all)")
     # What the last bake added, as JSON, so Free Bake can remove exactly that (also after reload).
     bake_record: StringProperty(name="Bake Record", default="", options={"HIDDEN"})
-    # Whether make_cloth had to add the Basis key, so remove_cloth can take it away again.
-    added_basis: BoolProperty(name="Added Basis", default=False, options={"HIDDEN"})
 
     @property
     def is_baked(self) -> bool:
