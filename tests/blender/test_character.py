@@ -2,7 +2,6 @@
 
 import bpy
 import numpy as np
-import pytest
 import rigs
 from conftest import evaluated_world, play, raw_key, raw_vertices, select_only
 
@@ -108,7 +107,7 @@ def stack(obj) -> dict:
     their mute flags and values, the Basis and the mesh."""
     keys = obj.data.shape_keys
     return {"modifiers": [(m.name, m.type, m.show_viewport, m.show_render) for m in obj.modifiers],
-            "keys": [(b.name, b.mute, b.value, raw_key(b).tobytes()) for b in keys.key_blocks] if keys else None,
+            "keys": keys and [(b.name, b.mute, b.value, raw_key(b).tobytes()) for b in keys.key_blocks],
             "vertices": raw_vertices(obj.data).tobytes(),
             "attributes": sorted(a.name for a in obj.data.attributes if not a.name.startswith("."))}
 
