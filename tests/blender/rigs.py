@@ -63,3 +63,23 @@ def bone_offset(rig, bone: str = "Bone") -> np.ndarray:
     matrix = mesh_io.matrix_to_numpy(rig.matrix_world)
     rest = mesh_io.to_world(matrix, np.array([rig.data.bones[bone].head_local]))
     return mesh_io.to_world(matrix, np.array([pose.head]))[0] - rest[0]
+
+
+def tube(name: str, segments: int, rings: int, radii, heights, capped: bool = False):
+    """A tube around the Z axis: `rings` rings of `segments` vertices, ring r at radius radii[r]
+    and height heights[r] (ring 0 first), quads between rings; capped: an n-gon closes each end
+    (a closed body). Returns the object."""
+    angle = 2 * np.pi * np.arange(segments) / segments
+    radii, heights = np.broadcast_arrays(np.asarray(radii, float), np.asarray(heights, float))
+    vertices = np.concatenate([np.stack([r * np.cos(angle), r * np.sin(angle), np.full(segments, z)], axis=1)
+                               for r, z in zip(radii, heights, strict=True)])
+    ring = np.arange(segments)
+    faces = [[r * segments + a, r * segments + b, (r + 1) * segments + b, (r + 1) * segments + a]
+             for r in range(rings - 1) for a, b in zip(ring, np.roll(ring, -1), strict=True)]
+    if capped:
+        faces += [list(ring[::-1]), list((rings - 1) * segments + ring)]
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(vertices.tolist(), [], [[int(i) for i in face] for face in faces])
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
