@@ -36,6 +36,8 @@ class Member:
     # Whether deformers before the cloth stage move the mesh (stage.is_deformed): then its pins
     # follow the stage's input, read every frame; else the rest mesh carried by the transform.
     deformed: bool = False
+    # Dynamic Mesh: its rest shape is the stage's input, every frame (deformed members only).
+    dynamic: bool = False
     # Tearing shown in the mesh (tearing.py): per mesh edge its spring or -1; None until shown.
     tear_edge_springs: np.ndarray | None = None
 
@@ -109,13 +111,22 @@ class ClothSession:
             vertices = self.anchors[rows] - starts[k]
             self.members.append(Member(obj.session_uid, obj.name, rests[k], self.sim.parts[k], rows,
                                        vertices, rests[k][vertices],
-                                       np.empty((len(rests[k]), 3), dtype=np.float32), deformed[k]))
+                                       np.empty((len(rests[k]), 3), dtype=np.float32), deformed[k],
+                                       deformed[k] and obj.cloth_addon.use_dynamic_mesh))
+        # The shape each member rests in as built (world), for the members a Dynamic Mesh
+        # rebuild leaves alone: its rest shape key, else its mesh.
+        self.built_rest = np.concatenate([part.vertices if part.rest_shape is None else part.rest_shape
+                                          for part in parts])
+        self.dynamic = any(member.dynamic for member in self.members)
         rest_world = self.targets(poses)
         if any(deformed):
             self.sim.reset(rest_world)
         self.cache: dict[int, np.ndarray] = {self.frame_start: rest_world}
         self.last_frame = self.frame_start
         self.last_targets = rest_world[self.anchors]
+        self.last_rest = self.rest_shapes(poses) if self.dynamic else None
+        if self.dynamic:
+            self.sim.set_rest_shape(self.last_rest)
         # What the cached frames were computed from (see playback.update_object).
         self.inputs = None
         # The group's colliders by collider session_uid, moved every frame (colliders.py).
@@ -144,6 +155,15 @@ class ClothSession:
                                                 else pose.local)
                                for pose, member in zip(poses, self.members, strict=True)])
 
+    def rest_shapes(self, poses) -> np.ndarray:
+        """(n, 3) world shape the members rest in for these poses: the stage's input of a Dynamic
+        Mesh member, the shape it was built with for the others."""
+        shape = self.built_rest.copy()
+        for pose, member in zip(poses, self.members, strict=True):
+            if member.dynamic:
+                shape[member.part] = mesh_io.to_world(pose.matrix, pose.local)
+        return shape
+
     def anchor_targets(self, poses) -> np.ndarray:
         """(len(anchors), 3) world positions of the pinned rows in these poses."""
         targets = np.empty((len(self.anchors), 3))
@@ -160,6 +180,9 @@ class ClothSession:
         self.cache = {self.frame_start: rest}
         self.last_frame = self.frame_start
         self.last_targets = rest[self.anchors]
+        if self.dynamic and poses is not None:
+            self.last_rest = self.rest_shapes(poses)
+            self.sim.set_rest_shape(self.last_rest)
 
     def read_colliders(self, scene, depsgraph) -> None:
         """The scene's Collision objects as they are now become the simulation's colliders."""
@@ -175,7 +198,9 @@ class ClothSession:
         frame = min(max(frame, self.frame_start), self.frame_end)
         if frame in self.cache:
             return self.cache[frame]
-        targets_now = self.anchor_targets(self.poses(objects, depsgraph))
+        poses = self.poses(objects, depsgraph)
+        targets_now = self.anchor_targets(poses)
+        rest_now = self.rest_shapes(poses) if self.dynamic else None
         self.read_colliders(scene, depsgraph)
         self.sim.wind_fields = wind.scene_wind_fields(scene, depsgraph)
         steps, rigid = frame - self.last_frame, len(self.pinned)
@@ -183,11 +208,16 @@ class ClothSession:
             # A jump forward has no poses for the frames in between: pins move linearly.
             targets = self.last_targets + (targets_now - self.last_targets) * (k / steps)
             self.sim.move_pins(targets[:rigid])
+            if self.dynamic:
+                # Dynamic Mesh: the frame is stepped toward the shape the deformers give at its end.
+                self.sim.set_rest_shape(self.last_rest + (rest_now - self.last_rest) * (k / steps))
             self.sim.step(1)
             if len(self.soft):
                 self._pull_soft_pins(targets[rigid:])
             self.cache[self.last_frame + k] = np.array(self.sim.positions)
         self.last_frame, self.last_targets = frame, targets_now
+        if self.dynamic:
+            self.last_rest = rest_now
         return self.cache[frame]
 
     def _pull_soft_pins(self, targets: np.ndarray) -> None:

@@ -159,3 +159,26 @@ def test_bakes_of_the_rigged_sheet_play_back_as_live_without_the_addon(scene, tm
     scene.frame_set(1)
     play(scene, 6)
     np.testing.assert_allclose(evaluated_world(sheet), live[6], rtol=0, atol=1e-6)
+
+
+def test_dynamic_mesh_rests_in_the_deformed_shape(scene):
+    """A free sheet, no gravity, whose bone scales the mesh 1.5 times: the cloth keeps its own size
+    unless Dynamic Mesh makes the deformed mesh its rest shape."""
+    scene.use_gravity = False
+    sizes = {}
+    for dynamic in (False, True):
+        x = 4.0 * dynamic
+        rig = rigs.one_bone_rig(f"Rig{dynamic}", head=(x, 0.0, 0.8), tail=(x, 0.0, 2.0))
+        pose = rig.pose.bones["Bone"]
+        pose.keyframe_insert("scale", frame=1)
+        pose.scale = (1.5, 1.5, 1.5)
+        pose.keyframe_insert("scale", frame=10)
+        sheet = rigs.grid_mesh(f"Sheet{dynamic}", 8, 8, 0.6, 0.6, 1.6)
+        sheet.location.x = x
+        rigs.skin(sheet, rig)
+        make_addon_cloth(sheet, pin_group="", use_dynamic_mesh=dynamic)
+        sizes[dynamic] = sheet
+    play(scene, LAST, first=1)
+    extent = {dynamic: np.ptp(evaluated_world(sheet)[:, [0, 2]], axis=0) for dynamic, sheet in sizes.items()}
+    np.testing.assert_allclose(extent[False], 0.6, rtol=0.03)
+    np.testing.assert_allclose(extent[True], 0.9, rtol=0.05)
