@@ -35,12 +35,13 @@ def update_object(obj, scene, depsgraph) -> None:
     frame = scene.frame_current
     if frame <= live.frame_start:
         # Back at the start, keep the computed frames (a replay is free) unless the objects or the
-        # colliders and wind fields moved since; setting edits drop the whole session anyway.
+        # colliders and wind fields moved since, or frames were jumped over while deformers
+        # drive the cloth (session.jumped); setting edits drop the whole session anyway.
         poses = live.poses(objects, depsgraph)
         inputs = (b"".join(pose.matrix.tobytes() + (b"" if pose.local is None else pose.local.tobytes())
                            for pose in poses),
                   scene_signature(scene, depsgraph, set(live.uids)))
-        if inputs != live.inputs:
+        if inputs != live.inputs or live.jumped:
             live.reset(poses)
             live.inputs = inputs
             # Colliders as they are at the start, so the first step sees how far they move.

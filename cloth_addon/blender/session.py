@@ -127,6 +127,10 @@ class ClothSession:
         self.last_rest = self.rest_shapes(poses) if self.dynamic else None
         if self.dynamic:
             self.sim.set_rest_shape(self.last_rest)
+        # Whether cached frames were stepped over a jump while deformers drive a member: its
+        # pins then moved linearly between two poses, not along the deformers' path, so they
+        # are dropped back at the start (playback.update_object) and a bake recomputes them.
+        self.jumped = False
         # What the cached frames were computed from (see playback.update_object).
         self.inputs = None
         # The group's colliders by collider session_uid, moved every frame (colliders.py).
@@ -180,6 +184,7 @@ class ClothSession:
         self.cache = {self.frame_start: rest}
         self.last_frame = self.frame_start
         self.last_targets = rest[self.anchors]
+        self.jumped = False
         if self.dynamic and poses is not None:
             self.last_rest = self.rest_shapes(poses)
             self.sim.set_rest_shape(self.last_rest)
@@ -204,6 +209,7 @@ class ClothSession:
         self.read_colliders(scene, depsgraph)
         self.sim.wind_fields = wind.scene_wind_fields(scene, depsgraph)
         steps, rigid = frame - self.last_frame, len(self.pinned)
+        self.jumped |= steps > 1 and any(member.deformed for member in self.members)
         for k in range(1, steps + 1):
             # A jump forward has no poses for the frames in between: pins move linearly.
             targets = self.last_targets + (targets_now - self.last_targets) * (k / steps)
