@@ -186,16 +186,17 @@ def read_input(obj, depsgraph, out: np.ndarray | None = None) -> np.ndarray:
         raise StageError(f"{obj.name}: the {MODIFIER} modifier is missing or off in the viewport; "
                          "Make Cloth again or turn it on")
     count = len(evaluated.vertices)
-    if count < n:
-        raise StageError(f"{obj.name}: a modifier removes vertices before the {MODIFIER} modifier; "
-                         "only deforming modifiers can sit above it")
     if count > n:
+        # The stage numbered its vertices: below it the first n must be those, in order, and no
+        # vertex may carry a number past n (which only more vertices at the stage could give).
         order = np.empty(count, dtype=np.int32)
         attributes[INDEX_ATTRIBUTE].data.foreach_get("value", order)
-        if not np.array_equal(order[:n], np.arange(n, dtype=np.int32)):
-            raise StageError(f"{obj.name}: a modifier above or below the {MODIFIER} modifier adds "
-                             "or reorders vertices in a way the cloth cannot follow; only deforming "
-                             "modifiers can sit above it")
+        follows = np.array_equal(order[:n], np.arange(n, dtype=np.int32)) and order.max() < n
+    if count < n or (count > n and not follows):
+        raise StageError(f"{obj.name}: a modifier above or below the {MODIFIER} modifier changes the "
+                         "vertices in a way the cloth cannot follow: above it only deforming "
+                         "modifiers can sit, below it only ones that keep the mesh's vertices first "
+                         "(Subdivision, Solidify, Mirror, Array...)")
     buffer = out if out is not None and out.size == count * 3 else np.empty(count * 3, dtype=np.float32)
     stored.data.foreach_get("vector", buffer.reshape(-1))
     return buffer.reshape(-1, 3)[:n].astype(np.float64)

@@ -200,3 +200,16 @@ def test_frames_jumped_over_are_played_again_from_the_start(scene):
     assert np.abs(evaluated_world(sheet) - stepped).max() > 1e-3
     play(scene, 20, first=1)
     np.testing.assert_allclose(evaluated_world(sheet), stepped, rtol=0, atol=1e-6)
+
+
+def test_a_subdivision_above_the_stage_is_reported(scene):
+    sheet, _ = hanging_sheet("Sheet", 0.0)
+    make_addon_cloth(sheet)
+    sheet.modifiers.new("Subdivision", "SUBSURF")
+    sheet.modifiers.move(2, 0)  # above the stage: the cloth would see other vertices than its own
+    scene.frame_set(2)
+    assert "changes the vertices in a way the cloth cannot follow" in store.errors[sheet.session_uid]
+    sheet.modifiers.move(0, 2)  # below it again: fine
+    scene.frame_set(1)
+    scene.frame_set(2)
+    assert sheet.session_uid not in store.errors
