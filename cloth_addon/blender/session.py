@@ -180,7 +180,7 @@ class ClothSession:
         """Back to rest at the start frame; with the members' poses, their shapes in those poses."""
         self.kept_colliders.clear()  # else a collider would seem to jump from the last frame to the first
         rest = self.cache[self.frame_start] if poses is None else self.targets(poses)
-        self.sim.reset(rest if poses is not None else None)
+        self.sim.reset(rest)
         self.cache = {self.frame_start: rest}
         self.last_frame = self.frame_start
         self.last_targets = rest[self.anchors]
