@@ -4,7 +4,7 @@ Every scene is built in the real Blender (PyPI bpy, background mode) and played 
     Blender   Blender's Cloth modifier, its defaults (quality 5); Self Collision on where the way says
     ours      the add-on as a user gets it: Make Cloth with its defaults (only the pin group and,
               where the way says, Self Collision set), played through its frame_change_post handler
-              that writes the ClothSim shape key
+              that writes the result shown at the cloth stage
 A frame is timed from scene.frame_set until the evaluated depsgraph is ready (the modifier's result,
 or the mesh with the key just written); ms/frame is the median after WARMUP frames.
 

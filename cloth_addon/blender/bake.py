@@ -1,8 +1,18 @@
 """Bake the live simulation to shape keys with keyframes, or to a PC2 file + Mesh Cache modifier.
 
 A bake plays the frames through the live handler (so a baked frame is exactly the live frame),
-copies the ClothSim key of each frame (of every object simulated together with a baked one too),
-and records in `cloth_addon.bake_record` everything it added, which is what free_bake removes."""
+copies the result shown at the cloth stage each frame (of every object simulated together with a
+baked one too), and records in `cloth_addon.bake_record` everything it added or switched, which
+is what free_bake undoes. A baked object plays back in Blender without the add-on:
+
+- PC2: a Mesh Cache modifier placed right below the cloth stage overwrites the positions there;
+  what is above the stage still runs (its result is replaced), what is below applies after.
+- Shape keys: keys are mixed before every modifier, so the bake makes the key mix reach the
+  stage unchanged: it turns off (viewport and render) the modifiers above the stage and mutes the
+  object's own shape keys, whose deformation the baked shapes already hold; a Basis is added
+  when the mesh had none. The stage then passes the baked shape on to the modifiers below.
+In both, the stage stops showing the live result (its result attribute is removed).
+"""
 
 import json
 import os
@@ -11,7 +21,7 @@ import bpy
 import numpy as np
 
 from ..core.pc2 import write_pc2
-from . import groups, mesh_io, store, tearing
+from . import groups, mesh_io, stage, store, tearing
 
 BAKE_KEY_PREFIX = "ClothBake"
 CACHE_MODIFIER = "ClothCache"
@@ -104,8 +114,9 @@ class Baker:
             store.errors.pop(obj.session_uid, None)  # only errors of this bake's frames count
             if obj.cloth_addon.is_baked:
                 raise BakeError(f"{obj.name} is already baked; free the bake first")
-            if mesh_io.sim_key(obj) is None:
-                raise BakeError(f"{obj.name} has no ClothSim shape key; use Make Cloth again")
+            if stage.modifier(obj) is None:
+                raise BakeError(f"{obj.name} has no {stage.MODIFIER} modifier (the cloth stage); "
+                                "use Make Cloth again")
             if obj.cloth_addon.bake_target == "PC2":
                 self.records[obj.name] = {"target": "PC2", "file": cache_path(obj)}
             else:
@@ -131,14 +142,14 @@ class Baker:
                 continue
             if obj.session_uid in store.errors:
                 raise BakeError(f"{obj.name}: {store.errors[obj.session_uid]}")
-            # The ClothSim key's float32 coordinates go straight into the PC2 array or the new
+            # The shown result's float32 coordinates go straight into the PC2 array or the new
             # key: no float64 round trip, no per-frame array for PC2.
-            if record["target"] == "PC2":
-                samples = self._pc2_samples(obj)
-                mesh_io.read_key_into(mesh_io.sim_key(obj), samples[frame - props.frame_start])
-            else:
-                local = mesh_io.read_key_into(mesh_io.sim_key(obj), self._buffer(obj))
-                self._add_key(obj, record, frame, local)
+            buffer = (self._pc2_samples(obj)[frame - props.frame_start] if record["target"] == "PC2"
+                      else self._buffer(obj))
+            if stage.read_result_into(obj, buffer) is None:
+                raise BakeError(f"{obj.name}: frame {frame} was not simulated")
+            if record["target"] != "PC2":
+                self._add_key(obj, record, frame, buffer)
         self.index += 1
         return self.index < len(self.frames)
 
@@ -159,6 +170,10 @@ class Baker:
         return buffer
 
     def _add_key(self, obj, record, frame, local) -> None:
+        if obj.data.shape_keys is None:
+            # Without a Basis the first key added would become the Basis itself.
+            obj.shape_key_add(name="Basis", from_mix=False)
+            record["added_basis"] = True
         block = obj.shape_key_add(name=f"{BAKE_KEY_PREFIX}.{frame:04d}", from_mix=False)
         block.relative_key = obj.data.shape_keys.reference_key
         block.value = 0.0
@@ -170,8 +185,6 @@ class Baker:
     def finish(self) -> None:
         """Write PC2 files and modifiers, switch the objects to their bake, restore the frame."""
         for obj, record in self._objects():
-            block = mesh_io.sim_key(obj)
-            record["sim_key_mute"] = block.mute
             if record["target"] == "PC2":
                 path = record["file"]
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -180,10 +193,13 @@ class Baker:
                 modifier.cache_format = "PC2"
                 modifier.filepath = bpy.path.relpath(path) if bpy.data.filepath else path
                 modifier.frame_start = obj.cloth_addon.frame_start
-                # The cache replaces the mesh's own positions, so it must come before other modifiers.
-                obj.modifiers.move(len(obj.modifiers) - 1, 0)
+                # At the cloth stage: it replaces what the deformers above made, and the
+                # modifiers below apply to it.
+                stage.place_below(obj, modifier)
                 record["modifier"] = modifier.name
-            block.mute = True
+            else:
+                _replace_deformers(obj, record)
+            stage.clear_result(obj)
             obj.cloth_addon.bake_record = json.dumps(record)
             obj.data.update_tag()
             # A baked object is never simulated live (Free Bake rebuilds), so its frame cache,
@@ -197,6 +213,18 @@ class Baker:
         for obj, record in self._objects():
             remove(obj, record)
         self.scene.frame_set(self.original_frame)
+
+
+def _replace_deformers(obj, record: dict) -> None:
+    """Let the baked keys reach the cloth stage as they are: turn off the modifiers above the
+    stage and mute the object's own shape keys (their deformation is in the baked shapes),
+    recording how they were so that free_bake restores them."""
+    record["modifiers_off"] = [[m.name, m.show_viewport, m.show_render] for m in stage.above(obj)]
+    for modifier in stage.above(obj):
+        modifier.show_viewport = modifier.show_render = False
+    record["muted_keys"] = [[block.name, block.mute] for block in stage.user_shape_keys(obj)]
+    for block in stage.user_shape_keys(obj):
+        block.mute = True
 
 
 def remove(obj, record: dict) -> None:
@@ -220,9 +248,16 @@ def remove(obj, record: dict) -> None:
             bpy.data.actions.remove(action)
         if record.get("created_anim_data") and key.animation_data is not None:
             key.animation_data_clear()
-        block = mesh_io.sim_key(obj)
-        if block is not None and "sim_key_mute" in record:
-            block.mute = record["sim_key_mute"]
+        for name, mute in record.get("muted_keys", ()):
+            block = key.key_blocks.get(name)
+            if block is not None:
+                block.mute = mute
+        if record.get("added_basis") and len(key.key_blocks) == 1:
+            obj.shape_key_clear()
+    for name, viewport, render in record.get("modifiers_off", ()):
+        modifier = obj.modifiers.get(name)
+        if modifier is not None:
+            modifier.show_viewport, modifier.show_render = viewport, render
     modifier = obj.modifiers.get(record.get("modifier") or "")
     if modifier is not None:
         obj.modifiers.remove(modifier)

@@ -55,7 +55,7 @@ def simulation_inputs(obj, matrix: np.ndarray) -> dict:
         block = keys.key_blocks.get(props.rest_shape_key) if keys is not None else None
         if block is None:
             raise GarmentInputError(f"{obj.name} has no shape key {props.rest_shape_key!r} (Rest Shape Key)")
-        if block.name == mesh_io.SIM_KEY or block.name.startswith(BAKE_KEY_PREFIX):
+        if block.name.startswith(BAKE_KEY_PREFIX):
             raise GarmentInputError(f"Rest Shape Key {block.name!r} is written by the cloth itself; "
                                     "choose one of your own shape keys")
         rest_shape = mesh_io.to_world(matrix, mesh_io.read_key(block))

@@ -2,8 +2,6 @@
 
 import numpy as np
 
-SIM_KEY = "ClothSim"
-
 
 def read_vectors(collection, name: str) -> np.ndarray:
     """(len, 3) float64 from a float-vector property of every item of a bpy collection."""
@@ -29,12 +27,6 @@ def key_points(key_block):
 def read_key(key_block) -> np.ndarray:
     """(n, 3) float64 coordinates stored in a shape key, local space."""
     return read_vectors(key_points(key_block), "co")
-
-
-def read_key_into(key_block, buffer: np.ndarray) -> np.ndarray:
-    """Copy a shape key's coordinates into a C-contiguous float32 buffer of n * 3 floats (returned)."""
-    key_points(key_block).foreach_get("co", buffer.reshape(-1))
-    return buffer
 
 
 def write_key(key_block, local: np.ndarray) -> None:
@@ -118,27 +110,3 @@ def to_local(matrix: np.ndarray, world: np.ndarray, out: np.ndarray | None = Non
         return local
     np.copyto(out, local)
     return out
-
-
-def ensure_sim_key(obj):
-    """The shape key the live simulation writes to, relative to the Basis, value 1.
-
-    Returns (key_block, added_basis). Adding a Basis copies the vertex positions into it, so the
-    mesh looks the same and its own coordinates are untouched.
-    """
-    added_basis = False
-    if obj.data.shape_keys is None:
-        obj.shape_key_add(name="Basis", from_mix=False)
-        added_basis = True
-    keys = obj.data.shape_keys
-    block = keys.key_blocks.get(SIM_KEY)
-    if block is None:
-        block = obj.shape_key_add(name=SIM_KEY, from_mix=False)
-    block.relative_key = keys.reference_key
-    block.value = 1.0
-    return block, added_basis
-
-
-def sim_key(obj):
-    keys = obj.data.shape_keys
-    return None if keys is None else keys.key_blocks.get(SIM_KEY)

@@ -9,7 +9,7 @@ error instead of raising.
 import bpy
 from bpy.props import EnumProperty
 
-from . import bake, ids, mesh_io, playback, presets, selection, store, tearing
+from . import bake, ids, playback, presets, selection, stage, store, tearing
 
 
 def is_mesh(obj) -> bool:
@@ -87,7 +87,7 @@ def _unusable(obj) -> str:
 
 
 class CLOTH_ADDON_OT_make_cloth(SelectionOperator, bpy.types.Operator):
-    """Simulate the selected meshes as cloth (adds a ClothSim shape key; the mesh stays untouched)"""
+    """Simulate the selected meshes as cloth (adds the ClothSim modifier, the cloth's place in the stack)"""
 
     bl_idname = ids.MAKE_CLOTH
     bl_label = "Make Cloth"
@@ -102,8 +102,11 @@ class CLOTH_ADDON_OT_make_cloth(SelectionOperator, bpy.types.Operator):
             props = obj.cloth_addon
             if (props.frame_start, props.frame_end) == (1, 250):
                 props.frame_start, props.frame_end = context.scene.frame_start, context.scene.frame_end
-            _, added_basis = mesh_io.ensure_sim_key(obj)
-            props.added_basis = props.added_basis or added_basis
+            try:
+                stage.ensure(obj)
+            except RuntimeError as error:  # e.g. a linked (library) object's stack cannot change
+                skipped.append(f"{obj.name}: {error}")
+                continue
             props.enabled = True
             try:
                 _rebuild(context, obj)
@@ -122,18 +125,11 @@ class CLOTH_ADDON_OT_make_cloth(SelectionOperator, bpy.types.Operator):
 
 
 def _strip(obj) -> None:
-    """Remove the cloth from an object: its bake, its ClothSim key, a Basis we added."""
+    """Remove the cloth from an object: its bake, its cut, its cloth stage."""
     bake.free(obj)
     tearing.remove(obj)
-    props = obj.cloth_addon
-    block = mesh_io.sim_key(obj)
-    if block is not None:
-        obj.shape_key_remove(block)
-    keys = obj.data.shape_keys
-    if props.added_basis and keys is not None and len(keys.key_blocks) == 1:
-        obj.shape_key_clear()
-    props.added_basis = False
-    props.enabled = False
+    stage.remove(obj)
+    obj.cloth_addon.enabled = False
     store.discard(obj.session_uid)
     obj.data.update_tag()
 

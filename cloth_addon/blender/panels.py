@@ -14,7 +14,7 @@
 
 import bpy
 
-from . import ids, presets, store
+from . import ids, presets, stage, store
 
 SUPPORTED_COLLIDERS = "Colliders: every Collision object's mesh (any shape, moving or deforming)"
 
@@ -130,6 +130,16 @@ class CLOTH_ADDON_PT_shape(ClothSubPanel, bpy.types.Panel):
         sub = layout.column()
         sub.active = props.pin_group in obj.vertex_groups  # nothing is pinned without the group
         sub.prop(props, "pin_stiffness")
+        # The cloth's place in the stack, as Blender's Cloth shows its own modifier.
+        if stage.modifier(obj) is None:
+            layout.label(text=f"No {stage.MODIFIER} modifier: use Make Cloth again", icon="ERROR")
+        else:
+            drivers = [modifier.name for modifier in stage.above(obj)]
+            layout.label(text=f"Driven by {', '.join(drivers)}" if drivers
+                         else f"Nothing above {stage.MODIFIER} in the stack", icon="MODIFIER")
+        row = layout.row()
+        row.active = stage.is_deformed(obj)  # without deformers the rest shape never changes
+        row.prop(props, "use_dynamic_mesh")
 
 
 class CLOTH_ADDON_PT_collisions(ClothSubPanel, bpy.types.Panel):

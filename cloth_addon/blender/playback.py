@@ -2,12 +2,12 @@
 
 Called by the frame_change_post handler (handlers.py) and by the operators that refresh an
 object. Per object: look its session up (store.py), compute or replay the frame (session.py),
-write it into the ClothSim key (mesh_io.py) and show tearing (tearing.py).
+write it into the cloth stage's result attribute (stage.py) and show tearing (tearing.py).
 """
 
 import traceback
 
-from . import colliders, groups, mesh_io, store, tearing, wind
+from . import colliders, groups, mesh_io, stage, store, tearing, wind
 from .session import world_matrix
 
 
@@ -23,36 +23,35 @@ def update_scene(scene, depsgraph) -> None:
 
 
 def update_object(obj, scene, depsgraph) -> None:
-    """Show the simulation at the scene's current frame in the object's ClothSim key.
+    """Show the simulation at the scene's current frame at the object's cloth stage.
 
     Objects simulated together share a session: the first of them to be shown steps the group,
     the others find the frame computed.
     """
-    block = mesh_io.sim_key(obj)
-    if block is None or obj.cloth_addon.is_baked:
+    if stage.modifier(obj) is None or obj.cloth_addon.is_baked:
         return
     objects = groups.members(obj, scene)
     live = store.get(obj, scene, depsgraph, objects=objects)
     frame = scene.frame_current
-    matrices = [world_matrix(other, depsgraph) for other in objects]
     if frame <= live.frame_start:
         # Back at the start, keep the computed frames (a replay is free) unless the objects or the
-        # colliders and wind fields moved since; setting edits drop the whole session anyway.
-        inputs = (b"".join(matrix.tobytes() for matrix in matrices),
+        # colliders and wind fields moved since, or frames were jumped over while deformers
+        # drive the cloth (session.jumped); setting edits drop the whole session anyway.
+        poses = live.poses(objects, depsgraph)
+        inputs = (b"".join(pose.matrix.tobytes() + (b"" if pose.local is None else pose.local.tobytes())
+                           for pose in poses),
                   scene_signature(scene, depsgraph, set(live.uids)))
-        if inputs != live.inputs:
-            live.reset(matrices)
+        if inputs != live.inputs or live.jumped:
+            live.reset(poses)
             live.inputs = inputs
             # Colliders as they are at the start, so the first step sees how far they move.
             live.read_colliders(scene, depsgraph)
     world = live.positions_at(frame, objects, scene, depsgraph)
     member = live.member(obj.session_uid)
-    matrix = matrices[live.uids.index(obj.session_uid)]
-    mesh_io.write_key(block, mesh_io.to_local(matrix, world[member.part], out=member.key_buffer))
+    matrix = world_matrix(obj, depsgraph)
+    stage.write_result(obj, mesh_io.to_local(matrix, world[member.part], out=member.key_buffer))
     if live.sim.settings.tear_factor is not None or obj.modifiers.get(tearing.MODIFIER) is not None:
         tearing.show(obj, live, frame)
-    if block.mute:  # muted when the add-on was disabled; playing again shows the cloth again
-        block.mute = False
 
 
 def scene_signature(scene, depsgraph, exclude_uids: set[int]) -> tuple:

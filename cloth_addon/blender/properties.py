@@ -163,6 +163,12 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
     shrink_group: StringProperty(
         name="Shrinking Group", default="", update=_invalidate,
         description="Vertex group whose weights scale the shrinking factor (empty: everywhere)")
+    use_dynamic_mesh: BoolProperty(
+        name="Dynamic Mesh", default=False, update=_invalidate,
+        description="Take the rest shape from the mesh as the modifiers above the ClothSim modifier "
+                    "deform it, every frame, so the cloth squashes and stretches with the character "
+                    "(instead of the mesh's own shape or the Rest Shape Key); costs a rebuild of the "
+                    "solver every frame")
     rest_shape_key: StringProperty(
         name="Rest Shape Key", default="", update=_invalidate,
         description="Shape key whose shape the springs rest at (empty: the mesh)")
@@ -180,8 +186,6 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
         description="Only Collision objects in this collection collide with this cloth (empty: all)")
     # What the last bake added, as JSON, so Free Bake can remove exactly that (also after reload).
     bake_record: StringProperty(name="Bake Record", default="", options={"HIDDEN"})
-    # Whether make_cloth had to add the Basis key, so remove_cloth can take it away again.
-    added_basis: BoolProperty(name="Added Basis", default=False, options={"HIDDEN"})
 
     @property
     def is_baked(self) -> bool:

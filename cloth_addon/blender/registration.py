@@ -2,7 +2,7 @@
 
 import bpy
 
-from . import cli, garment_panels, handlers, mesh_io, operators, panels, properties, store
+from . import cli, garment_panels, handlers, operators, panels, properties, stage, store
 
 
 def register():
@@ -17,12 +17,11 @@ def unregister():
     cli.unregister()
     handlers.unregister()
     store.clear()
-    # Without the add-on nothing updates the ClothSim keys: mute them so that every cloth object
-    # shows its own mesh again (the handler unmutes a key when it next writes it).
+    # Without the add-on nothing updates the live results: take them away so that every cloth
+    # object shows its own (deformed) mesh again; playing writes them again. Bakes stay.
     for obj in bpy.data.objects:
-        block = mesh_io.sim_key(obj) if obj.type == "MESH" else None
-        if block is not None:
-            block.mute = True
+        if obj.type == "MESH" and stage.modifier(obj) is not None:
+            stage.clear_result(obj)
     for cls in reversed(operators.CLASSES + panels.CLASSES + garment_panels.CLASSES):
         bpy.utils.unregister_class(cls)
     properties.unregister()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import core
-from . import colliders, garment, mesh_io, wind
+from . import colliders, garment, mesh_io, stage, wind
 from .settings import scene_inputs, settings_from
 
 # weight × pin stiffness at or above this pins a vertex rigidly.
@@ -30,14 +30,35 @@ class Member:
     rest_local: np.ndarray  # (n, 3) the mesh's own coordinates
     part: slice  # its particles in sim.positions
     anchor_rows: np.ndarray  # its rows in ClothSession.anchors
+    anchor_vertices: np.ndarray  # the mesh vertices of those rows
     rest_anchors: np.ndarray  # local rest positions of those rows
-    key_buffer: np.ndarray  # float32 staging for the ClothSim key, reused every frame
+    key_buffer: np.ndarray  # float32 staging for the shown result, reused every frame
+    # Whether deformers before the cloth stage move the mesh (stage.is_deformed): then its pins
+    # follow the stage's input, read every frame; else the rest mesh carried by the transform.
+    deformed: bool = False
+    # Dynamic Mesh: its rest shape is the stage's input, every frame (deformed members only).
+    dynamic: bool = False
     # Tearing shown in the mesh (tearing.py): per mesh edge its spring or -1; None until shown.
     tear_edge_springs: np.ndarray | None = None
 
     @property
     def vertex_count(self) -> int:
         return len(self.rest_local)
+
+
+@dataclass
+class Pose:
+    """Where one object drives its cloth this frame: its world matrix (4, 4) and, for a deformed
+    object, the stage's input ((n, 3) float64, object space); local None: the rest mesh."""
+
+    matrix: np.ndarray
+    local: np.ndarray | None = None
+
+
+def pose_of(obj, depsgraph, deformed: bool, buffer: np.ndarray | None = None) -> Pose:
+    """The object's Pose now; deformed: read the stage's input (stage.read_input)."""
+    local = stage.read_input(obj, depsgraph, buffer) if deformed else None
+    return Pose(world_matrix(obj, depsgraph), local)
 
 
 def _pin_pull(obj) -> np.ndarray:
@@ -66,11 +87,15 @@ class ClothSession:
             settings = settings.replace(self_collision=True)
         rests = [mesh_io.read_positions(obj.data) for obj in objects]
         pulls = [_pin_pull(obj) for obj in objects]
-        parts = [core.ClothPart(mesh_io.to_world(world_matrix(obj, depsgraph), rest),
+        deformed = [stage.is_deformed(obj) for obj in objects]
+        poses = [pose_of(obj, depsgraph, flag) for obj, flag in zip(objects, deformed, strict=True)]
+        # Masses, bending and rest lengths come from the rest mesh (or the rest shape key); a
+        # deformed object then starts from the shape the deformers give it now.
+        parts = [core.ClothPart(mesh_io.to_world(pose.matrix, rest),
                                 mesh_io.read_faces(obj.data), settings=settings_from(obj.cloth_addon, scene),
                                 pinned=pull >= RIGID_PIN, edges=mesh_io.read_edges(obj.data),
-                                **garment.simulation_inputs(obj, world_matrix(obj, depsgraph)))
-                 for obj, rest, pull in zip(objects, rests, pulls, strict=True)]
+                                **garment.simulation_inputs(obj, pose.matrix))
+                 for obj, rest, pull, pose in zip(objects, rests, pulls, poses, strict=True)]
         self.sim = core.Simulation.from_parts(parts, settings=settings)
         starts = [part.start for part in self.sim.parts]
         pull = np.concatenate(pulls)
@@ -83,13 +108,29 @@ class ClothSession:
         self.members = []
         for k, obj in enumerate(objects):
             rows = np.flatnonzero(owner == k)
+            vertices = self.anchors[rows] - starts[k]
             self.members.append(Member(obj.session_uid, obj.name, rests[k], self.sim.parts[k], rows,
-                                       rests[k][self.anchors[rows] - starts[k]],
-                                       np.empty((len(rests[k]), 3), dtype=np.float32)))
-        rest_world = np.concatenate([part.vertices for part in parts])
+                                       vertices, rests[k][vertices],
+                                       np.empty((len(rests[k]), 3), dtype=np.float32), deformed[k],
+                                       deformed[k] and obj.cloth_addon.use_dynamic_mesh))
+        # The shape each member rests in as built (world), for the members a Dynamic Mesh
+        # rebuild leaves alone: its rest shape key, else its mesh.
+        self.built_rest = np.concatenate([part.vertices if part.rest_shape is None else part.rest_shape
+                                          for part in parts])
+        self.dynamic = any(member.dynamic for member in self.members)
+        rest_world = self.targets(poses)
+        if any(deformed):
+            self.sim.reset(rest_world)
         self.cache: dict[int, np.ndarray] = {self.frame_start: rest_world}
         self.last_frame = self.frame_start
         self.last_targets = rest_world[self.anchors]
+        self.last_rest = self.rest_shapes(poses) if self.dynamic else None
+        if self.dynamic:
+            self.sim.set_rest_shape(self.last_rest)
+        # Whether cached frames were stepped over a jump while deformers drive a member: its
+        # pins then moved linearly between two poses, not along the deformers' path, so they
+        # are dropped back at the start (playback.update_object) and a bake recomputes them.
+        self.jumped = False
         # What the cached frames were computed from (see playback.update_object).
         self.inputs = None
         # The group's colliders by collider session_uid, moved every frame (colliders.py).
@@ -106,27 +147,47 @@ class ClothSession:
     def member(self, uid: int) -> Member:
         return next(member for member in self.members if member.uid == uid)
 
-    def targets(self, matrices) -> np.ndarray:
-        """(n, 3) world positions of the rest shapes carried by the members' current transforms."""
-        return np.concatenate([mesh_io.to_world(matrix, member.rest_local)
-                               for matrix, member in zip(matrices, self.members, strict=True)])
+    def poses(self, objects, depsgraph) -> list[Pose]:
+        """The members' Poses now (objects: the members, in the session's order)."""
+        return [pose_of(obj, depsgraph, member.deformed, member.key_buffer)
+                for obj, member in zip(objects, self.members, strict=True)]
 
-    def anchor_targets(self, matrices) -> np.ndarray:
-        """(len(anchors), 3) world positions of the pinned rows carried by the members' transforms."""
+    def targets(self, poses) -> np.ndarray:
+        """(n, 3) world positions of the members' shapes in these poses: the stage's input of a
+        deformed member, else its rest shape carried by its transform."""
+        return np.concatenate([mesh_io.to_world(pose.matrix, member.rest_local if pose.local is None
+                                                else pose.local)
+                               for pose, member in zip(poses, self.members, strict=True)])
+
+    def rest_shapes(self, poses) -> np.ndarray:
+        """(n, 3) world shape the members rest in for these poses: the stage's input of a Dynamic
+        Mesh member, the shape it was built with for the others."""
+        shape = self.built_rest.copy()
+        for pose, member in zip(poses, self.members, strict=True):
+            if member.dynamic:
+                shape[member.part] = mesh_io.to_world(pose.matrix, pose.local)
+        return shape
+
+    def anchor_targets(self, poses) -> np.ndarray:
+        """(len(anchors), 3) world positions of the pinned rows in these poses."""
         targets = np.empty((len(self.anchors), 3))
-        for matrix, member in zip(matrices, self.members, strict=True):
-            targets[member.anchor_rows] = mesh_io.to_world(matrix, member.rest_anchors)
+        for pose, member in zip(poses, self.members, strict=True):
+            local = member.rest_anchors if pose.local is None else pose.local[member.anchor_vertices]
+            targets[member.anchor_rows] = mesh_io.to_world(pose.matrix, local)
         return targets
 
-    def reset(self, matrices=None) -> None:
-        """Back to rest at the start frame; with the members' matrices, the rest shapes where the
-        objects are now."""
+    def reset(self, poses=None) -> None:
+        """Back to rest at the start frame; with the members' poses, their shapes in those poses."""
         self.kept_colliders.clear()  # else a collider would seem to jump from the last frame to the first
-        rest = self.cache[self.frame_start] if matrices is None else self.targets(matrices)
-        self.sim.reset(rest if matrices is not None else None)
+        rest = self.cache[self.frame_start] if poses is None else self.targets(poses)
+        self.sim.reset(rest)
         self.cache = {self.frame_start: rest}
         self.last_frame = self.frame_start
         self.last_targets = rest[self.anchors]
+        self.jumped = False
+        if self.dynamic and poses is not None:
+            self.last_rest = self.rest_shapes(poses)
+            self.sim.set_rest_shape(self.last_rest)
 
     def read_colliders(self, scene, depsgraph) -> None:
         """The scene's Collision objects as they are now become the simulation's colliders."""
@@ -142,19 +203,27 @@ class ClothSession:
         frame = min(max(frame, self.frame_start), self.frame_end)
         if frame in self.cache:
             return self.cache[frame]
-        targets_now = self.anchor_targets([world_matrix(obj, depsgraph) for obj in objects])
+        poses = self.poses(objects, depsgraph)
+        targets_now = self.anchor_targets(poses)
+        rest_now = self.rest_shapes(poses) if self.dynamic else None
         self.read_colliders(scene, depsgraph)
         self.sim.wind_fields = wind.scene_wind_fields(scene, depsgraph)
         steps, rigid = frame - self.last_frame, len(self.pinned)
+        self.jumped |= steps > 1 and any(member.deformed for member in self.members)
         for k in range(1, steps + 1):
-            # A jump forward has no transforms for the frames in between: pins move linearly.
+            # A jump forward has no poses for the frames in between: pins move linearly.
             targets = self.last_targets + (targets_now - self.last_targets) * (k / steps)
             self.sim.move_pins(targets[:rigid])
+            if self.dynamic:
+                # Dynamic Mesh: the frame is stepped toward the shape the deformers give at its end.
+                self.sim.set_rest_shape(self.last_rest + (rest_now - self.last_rest) * (k / steps))
             self.sim.step(1)
             if len(self.soft):
                 self._pull_soft_pins(targets[rigid:])
             self.cache[self.last_frame + k] = np.array(self.sim.positions)
         self.last_frame, self.last_targets = frame, targets_now
+        if self.dynamic:
+            self.last_rest = rest_now
         return self.cache[frame]
 
     def _pull_soft_pins(self, targets: np.ndarray) -> None:

@@ -6,7 +6,7 @@ a session whose object was deleted is dropped on the next frame. Nothing here re
 data, only to uids.
 """
 
-from . import groups
+from . import groups, stage
 from .session import ClothSession
 from .settings import scene_inputs
 
@@ -16,9 +16,11 @@ errors: dict[int, str] = {}
 
 
 def _current(existing: ClothSession | None, objects, scene) -> bool:
-    """Whether a session still simulates exactly these objects with these meshes and scene inputs."""
+    """Whether a session still simulates exactly these objects with these meshes, driven the same
+    way (by deformers before the cloth stage or by the transform alone), and scene inputs."""
     return (existing is not None and existing.uids == [obj.session_uid for obj in objects]
             and all(member.vertex_count == len(obj.data.vertices)
+                    and member.deformed == stage.is_deformed(obj)
                     for member, obj in zip(existing.members, objects, strict=True))
             and existing.scene_inputs == scene_inputs(scene))
 

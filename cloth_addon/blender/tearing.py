@@ -1,8 +1,9 @@
 """Tearing made visible: mesh edges whose structural spring tore are split in the evaluated mesh.
 
 Why a Geometry Nodes "Split Edges" modifier driven by a boolean edge attribute, and not a bmesh
-split of the mesh itself: the mesh keeps its vertex count, so the Basis, the live ClothSim key,
-the baked per-frame keys and a PC2 cache (whose Mesh Cache modifier runs first) all stay valid
+split of the mesh itself: the mesh keeps its vertex count, so the Basis, the live result, the
+baked per-frame keys and a PC2 cache (whose Mesh Cache modifier sits at the cloth stage, above
+the split) all stay valid
 while the cut grows; and nothing of the user's mesh is rewritten, so Free Bake and Remove Cloth
 restore it exactly by deleting one attribute and one modifier.
 
@@ -15,7 +16,7 @@ import bpy
 import numpy as np
 
 from ..core.topology import pair_keys
-from . import mesh_io
+from . import mesh_io, stage
 
 ATTRIBUTE = "cloth_addon_torn"
 MODIFIER = "ClothTear"
@@ -28,11 +29,8 @@ def _node_group():
     group = bpy.data.node_groups.get(NODE_GROUP)
     if group is not None:
         return group
-    group = bpy.data.node_groups.new(NODE_GROUP, "GeometryNodeTree")
-    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    group, source, sink = stage.geometry_node_group(NODE_GROUP)
     nodes, links = group.nodes, group.links
-    source, sink = nodes.new("NodeGroupInput"), nodes.new("NodeGroupOutput")
     split = nodes.new("GeometryNodeSplitEdges")
     torn = nodes.new("GeometryNodeInputNamedAttribute")
     torn.data_type = "BOOLEAN"
@@ -85,8 +83,11 @@ def show(obj, live, frame: int) -> None:
     if obj.modifiers.get(MODIFIER) is None:
         modifier = obj.modifiers.new(MODIFIER, "NODES")
         modifier.node_group = _node_group()
-        # First in the stack: split the simulated surface before anything smooths or subdivides it.
-        obj.modifiers.move(len(obj.modifiers) - 1, 0)
+        # Right below the cloth stage (and a bake's cache): split the simulated surface before
+        # anything smooths or subdivides it.
+        from .bake import CACHE_MODIFIER  # here: bake imports this module
+
+        stage.place_below(obj, modifier, after=(CACHE_MODIFIER,))
     mesh.update_tag()
 
 

@@ -10,7 +10,8 @@ One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
     tearing  = springs longer than rest * tear_factor break for good
 """
 
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -88,6 +89,8 @@ class Simulation:
         if not isinstance(settings, Settings):
             raise ValueError("settings must be a Settings instance")
         self._settings = settings
+        # What each part's model was built from besides its vertices (set_rest_shape rebuilds it).
+        self._part_inputs = [(faces, settings, pinned, edges, weights)]
         # a model built elsewhere (from_parts) bends the way this simulation's solver does
         self.model = (_model.for_solver(settings.solver) if _model is not None
                       else build_model(vertices, faces, settings, pinned=pinned, edges=edges, weights=weights,
@@ -130,6 +133,7 @@ class Simulation:
                   for p in parts]
         model, starts = concatenate_models(models)
         sim = cls(None, None, settings, colliders=colliders, wind_fields=wind_fields, _model=model)
+        sim._part_inputs = [(p.faces, p.settings or settings, p.pinned, p.edges, p.weights) for p in parts]
         sim.parts = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
         sim.part_self_collision = [bool((p.settings or settings).self_collision) for p in parts]
         return sim
@@ -238,6 +242,39 @@ class Simulation:
             raise ValueError(f"pin targets must be finite with shape ({len(pinned)}, 3) "
                              f"or ({self.model.n_particles}, 3)")
         self._pin_targets = targets.copy()
+
+    def set_rest_shape(self, shape) -> None:
+        """Make `shape` ((n, 3) m, world space) the shape the cloth rests in, keeping its state.
+
+        The springs' rest lengths and the bending matrix (its rest cotangents and areas) are
+        taken from `shape`, as if the model had been built with it, and the solver is rebuilt
+        for the new matrix (the fast solver refactors it); masses, pins, torn springs and the
+        state stay. This is what lets a cloth driven by a deforming mesh rest in the deformed
+        shape every frame (Blender's Dynamic Mesh). Cost: a model build and a factorisation.
+        The rest shape's springs must be the model's (no spring collapsing to zero length).
+        """
+        n = self.model.n_particles
+        shape = np.asarray(shape, dtype=np.float64)
+        if shape.shape != (n, 3) or not np.all(np.isfinite(shape)):
+            raise ValueError(f"rest shape must be finite with shape ({n}, 3)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # dropped springs are refused below, with the reason
+            models = [build_model(shape[part], faces, settings, pinned=pinned, edges=edges, weights=weights)
+                      for part, (faces, settings, pinned, edges, weights)
+                      in zip(self.parts, self._part_inputs, strict=True)]
+        model = models[0] if len(models) == 1 else concatenate_models(models)[0]
+        if not np.array_equal(model.spring_indices, self.model.spring_indices):
+            raise ValueError("the rest shape collapses springs of the mesh to zero length")
+        old = self.model
+        model = replace(model, rest_positions=old.rest_positions, mass=old.mass, inv_mass=old.inv_mass)
+        # Contact bounds and the automatic self-collision gap stay those of the first rest shape:
+        # they are measured once, and a per-frame change would move the contact distances.
+        for cached in ("contact_features", "median_edge_length"):
+            if cached in old.__dict__:
+                model.__dict__[cached] = old.__dict__[cached]
+        self.model = model.for_solver(self.settings.solver)
+        self.solver = make_solver(self.model, self.settings)
+        self.solver.set_active(~self._torn)
 
     # -- stepping ----------------------------------------------------------------------------
     def step(self, frames: int = 1) -> None:

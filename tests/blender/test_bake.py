@@ -5,9 +5,9 @@ import os
 import bpy
 import numpy as np
 import pytest
-from conftest import evaluated_local, make_cloth, make_grid, pin, play, raw_key, select_only
+from conftest import evaluated_local, make_cloth, make_grid, pin, play, raw_key, raw_vertices, select_only
 
-from cloth_addon.blender import bake, mesh_io
+from cloth_addon.blender import bake, stage
 from cloth_addon.core.pc2 import read_pc2
 
 FIRST, LAST = 1, 8
@@ -54,7 +54,7 @@ def keyframes(obj, name):
 def test_bake_to_shape_keys_matches_live_playback(scene, cloth):
     live = live_frames(scene, cloth)
     scene.frame_set(3)
-    basis = raw_key(cloth.data.shape_keys.reference_key)
+    vertices = raw_vertices(cloth.data)
     assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
     assert scene.frame_current == 3
     names = [b.name for b in cloth.data.shape_keys.key_blocks if b.name.startswith(bake.BAKE_KEY_PREFIX)]
@@ -66,7 +66,9 @@ def test_bake_to_shape_keys_matches_live_playback(scene, cloth):
     for frame in (LAST, FIRST, 5, 2):  # out of order: the bake does not depend on playback
         scene.frame_set(frame)
         assert np.array_equal(evaluated_local(cloth), live[frame]), frame
-    assert np.array_equal(raw_key(cloth.data.shape_keys.reference_key), basis)
+    # the Basis the bake added is the mesh, which is untouched
+    assert np.array_equal(raw_key(cloth.data.shape_keys.reference_key), vertices)
+    assert np.array_equal(raw_vertices(cloth.data), vertices)
 
 
 def test_bake_to_pc2_plays_the_same_positions(scene, cloth, tmp_path):
@@ -77,12 +79,12 @@ def test_bake_to_pc2_plays_the_same_positions(scene, cloth, tmp_path):
     path = tmp_path / "Cloth.pc2"
     samples = read_pc2(str(path))
     assert samples.shape == (LAST - FIRST + 1, len(cloth.data.vertices), 3)
-    modifier = cloth.modifiers[0]
+    assert [m.name for m in cloth.modifiers] == [stage.MODIFIER, bake.CACHE_MODIFIER]
+    modifier = cloth.modifiers[1]
     assert modifier.type == "MESH_CACHE" and modifier.cache_format == "PC2"
     for frame in (LAST, FIRST, 4):
         scene.frame_set(frame)
-        # live frames are the Basis plus the ClothSim key blended in float32, the PC2 file holds
-        # the key itself: equal to float32 rounding of that blend
+        # live frames and the PC2 file hold the same float32 result
         np.testing.assert_allclose(evaluated_local(cloth), live[frame], rtol=0, atol=1e-6, err_msg=str(frame))
         np.testing.assert_allclose(samples[frame - FIRST], live[frame], rtol=0, atol=1e-6)
 
@@ -135,10 +137,10 @@ def test_baked_file_reloads_and_frees(scene, cloth, tmp_path):
     assert np.array_equal(evaluated_local(obj), live[6])
     select_only(obj)
     assert bpy.ops.cloth_addon.free_bake() == {"FINISHED"}
-    assert not any(b.name.startswith(bake.BAKE_KEY_PREFIX) for b in obj.data.shape_keys.key_blocks)
+    assert obj.data.shape_keys is None, "the Basis the bake added went with it"
     play(bpy.context.scene, 8, first=1)  # the live simulation is rebuilt after the load
     assert np.allclose(evaluated_local(obj), live[8], atol=1e-6)
-    assert mesh_io.sim_key(obj).mute is False
+    assert stage.RESULT_ATTRIBUTE in obj.data.attributes
 
 
 def test_invoked_bake_runs_synchronously_in_background(scene, cloth):

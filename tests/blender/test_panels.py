@@ -7,7 +7,7 @@ import bpy
 import pytest
 from conftest import make_cloth, make_grid, pin
 
-from cloth_addon.blender import panels, store
+from cloth_addon.blender import panels, stage, store
 
 ICONS = set(bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys())
 
@@ -119,15 +119,30 @@ def test_sub_panels_nest_like_blenders_cloth(scene):
 def test_dependents_are_greyed_until_their_switch_or_group_is_set(scene):
     obj = make_cloth(make_grid())
     greyed = lambda cls: {entry[1] for entry in draw(cls) if entry[0] == "greyed"}  # noqa: E731
-    assert greyed(panels.CLOTH_ADDON_PT_shape) == {"pin_stiffness"}
+    # Dynamic Mesh has nothing to follow until a modifier above the stage deforms the mesh
+    assert greyed(panels.CLOTH_ADDON_PT_shape) == {"pin_stiffness", "use_dynamic_mesh"}
     obj.cloth_addon.pin_group = "Pins"  # named, but no such group yet
-    assert greyed(panels.CLOTH_ADDON_PT_shape) == {"pin_stiffness"}
+    assert greyed(panels.CLOTH_ADDON_PT_shape) == {"pin_stiffness", "use_dynamic_mesh"}
     pin(obj, [0])
+    assert greyed(panels.CLOTH_ADDON_PT_shape) == {"use_dynamic_mesh"}
+    obj.modifiers.new("Wave", "WAVE")
+    obj.modifiers.move(1, 0)
     assert greyed(panels.CLOTH_ADDON_PT_shape) == set()
     assert greyed(panels.CLOTH_ADDON_PT_self_collision) == {"self_distance"}
     assert greyed(panels.CLOTH_ADDON_PT_tearing) == {"tear_factor"}
     obj.cloth_addon.use_self_collision = obj.cloth_addon.use_tearing = True
     assert greyed(panels.CLOTH_ADDON_PT_self_collision) == greyed(panels.CLOTH_ADDON_PT_tearing) == set()
+
+
+def test_shape_panel_names_what_drives_the_cloth(scene):
+    obj = make_cloth(make_grid())
+    labels = lambda: [entry[1] for entry in draw(panels.CLOTH_ADDON_PT_shape) if entry[0] == "label"]  # noqa: E731
+    assert labels() == [f"Nothing above {stage.MODIFIER} in the stack"]
+    obj.modifiers.new("Hook", "HOOK")
+    obj.modifiers.move(1, 0)
+    assert labels() == ["Driven by Hook"]
+    obj.modifiers.remove(obj.modifiers[stage.MODIFIER])
+    assert labels() == [f"No {stage.MODIFIER} modifier: use Make Cloth again"]
 
 
 def test_collisions_panel_says_who_a_cloth_is_simulated_with(scene):
