@@ -21,7 +21,7 @@ from .model import build_model, concatenate_models
 from .pressure import Pressure
 from .settings import AUTO_SELF_DISTANCE, Settings
 from .state import ClothState
-from .topology import SEWING
+from .topology import SEWING, STRUCTURAL
 
 # What counts as blown up: positions beyond this distance from the origin (m; a cloth in free
 # fall for an hour is at 6e7 m), or an untorn cloth grown to this many times its rest size.
@@ -318,7 +318,7 @@ class Simulation:
     def _add_imperfection(self, x, x_prev) -> None:
         """Displace the free particles by a fixed pseudo-random Settings.imperfection x the median
         edge length (no velocity), in place on x and x_prev (n, 3): once, at the first step after
-        a reset (docs/PHYSICS.md §8).
+        a reset (docs/PHYSICS.md §9).
 
         A perfectly flat sheet compressed in its own plane (a hanging strip landing on its edge,
         a curtain whose pins are drawn together, an upright tube) is an unstable equilibrium that
@@ -330,16 +330,24 @@ class Simulation:
         they stay nanometres (a hanging sheet moves by far less than 0.1 mm over 60 frames,
         tests/core/test_buckling.py)."""
         self._imperfect = True
-        free = self.model.inv_mass > 0.0
-        if not free.any() or not self.model.n_springs:
+        model = self.model
+        if self.settings.imperfection == 0.0 or not model.n_springs:
             return
-        rng = np.random.default_rng(self.model.n_particles)
-        size = self.settings.imperfection * self.model.median_edge_length
-        if size == 0.0:
-            return
-        offset = size * rng.standard_normal((int(free.sum()), 3))
-        x[free] += offset
-        x_prev[free] += offset
+        free = model.inv_mass > 0.0
+        structural = model.spring_kind == STRUCTURAL
+        # each part its own, from its own edges and seeded by its particle count: cloth objects
+        # stepped together get the nudges each would get alone
+        for part in self.parts:
+            count = part.stop - part.start
+            first = model.spring_indices[:, 0]
+            own = structural & (first >= part.start) & (first < part.stop)
+            if not own.any():
+                continue
+            size = self.settings.imperfection * float(np.median(model.spring_rest_length[own]))
+            offset = size * np.random.default_rng(count).standard_normal((count, 3))
+            offset[~free[part]] = 0.0
+            x[part] += offset
+            x_prev[part] += offset
 
     def _check_diverged(self, x) -> None:
         """Raise SimulationDiverged instead of accepting garbage; the state stays as it was."""

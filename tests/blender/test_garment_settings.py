@@ -113,8 +113,14 @@ def test_rest_shape_key_at_half_size_contracts_the_sheet(scene):
     make_cloth(obj, rest_shape_key="Half", damping=0.1, frame_start=1, frame_end=121)
     play(scene, 121)
     world = evaluated_world(obj)
-    width = np.ptp(world[:, 0])
-    assert width == pytest.approx(0.5, abs=0.05)
+    # its edges take the key's lengths: half; drawn in that fast the cloth overshoots and, barely
+    # resisting compression, crumples, so its width ends at most half, not exactly half
+    edges = np.array([edge.vertices[:] for edge in obj.data.edges])
+    mesh = raw_vertices(obj.data).reshape(-1, 3)
+    ratio = (np.linalg.norm(world[edges[:, 0]] - world[edges[:, 1]], axis=1)
+             / np.linalg.norm(mesh[edges[:, 0]] - mesh[edges[:, 1]], axis=1))
+    assert np.median(ratio) == pytest.approx(0.5, abs=0.03)
+    assert np.ptp(world[:, 0]) < 0.55
     obj.cloth_addon.rest_shape_key = "Missing"
     scene.frame_set(1)
     scene.frame_set(2)

@@ -63,7 +63,7 @@ def test_the_running_simulation_reads_the_fields_every_frame(scene):
 def test_a_field_whose_max_distance_ends_before_the_cloth_does_not_blow_it(scene):
     def push(**settings):
         bpy.ops.wm.read_factory_settings(use_empty=True)
-        _wind(location=(-3.0, 0.0, 1.0), rotation=(0.0, math.pi / 2, 0.0), strength=10.0, **settings)
+        _wind(location=(-3.0, 0.0, 1.0), rotation=(0.0, math.pi / 2, 0.0), **{"strength": 10.0, **settings})
         obj = make_grid(rotation=(math.pi / 2, 0.0, 0.0))
         obj.rotation_euler = (0.0, math.pi / 2, 0.0)
         pin(obj, range(6))
@@ -72,5 +72,6 @@ def test_a_field_whose_max_distance_ends_before_the_cloth_does_not_blow_it(scene
         play(bpy.context.scene, 12)
         return (evaluated_world(obj) - start)[:, 0].mean()
 
-    assert push() > 0.02
-    assert abs(push(use_max_distance=True, distance_max=2.0)) < 1e-6  # the cloth is 3 m away
+    still = push(strength=0.0)  # the cloth's own motion: it hangs, and may wrinkle a little
+    assert push() > still + 0.02
+    assert push(use_max_distance=True, distance_max=2.0) == still  # the cloth is 3 m away
