@@ -13,12 +13,13 @@ from cloth_addon.core import (
     SphereCollider,
     contact,
 )
-from cloth_addon.core.ccd import cubic_roots, edge_edge_toi, vertex_triangle_toi
-from cloth_addon.core.geometry import closest_points, segment_closest, segment_triangle_hits, uv_sphere
-from cloth_addon.core.mesh_features import SharpFeatures
+from cloth_addon.core.contact.ccd import cubic_roots, edge_edge_toi, vertex_triangle_toi
+from cloth_addon.core.contact.distance import closest_points, segment_closest
+from cloth_addon.core.contact.mesh.sharp_features import SharpFeatures
+from cloth_addon.core.contact.self_contact import SelfContact
+from cloth_addon.core.geometry import segment_triangle_hits, uv_sphere
 from cloth_addon.core.scenes import cloth_cube
 from cloth_addon.core.scenes import grid as make_grid
-from cloth_addon.core.self_contact import SelfContact
 from cloth_addon.core.solvers import fast_mass_spring
 
 SOLVERS = ["fast_mass_spring", "verlet"]
@@ -509,7 +510,7 @@ def test_edges_crossing_in_a_plane_are_found():
 def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch):
     """The broad phase's last resort: when even the substep's own motion would list more pairs
     than allowed, the cloth stays where the substep started (no crossing, no memory blow-up)."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     rng = np.random.default_rng(3)
     vertices, faces, _ = make_grid(12, 12, 1.0, "xy")
@@ -525,23 +526,23 @@ def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch)
 
 
 def test_the_pair_limit_holds_on_an_estimated_count():
-    """Before a large search the pairs are counted on a sample (geometry.COUNT_SAMPLE spheres of
+    """Before a large search the pairs are counted on a sample (sphere_search.COUNT_SAMPLE spheres of
     a group): of 40,000 equal spheres, a limit 10% above their true number of overlapping pairs
     lets the search list them all, one 10% below it is refused; both ways of searching."""
-    from cloth_addon.core import geometry
+    from cloth_addon.core.contact import sphere_search
 
     rng = np.random.default_rng(3)
     points = rng.uniform(0.0, 1.0, (40_000, 3))
     radius = np.full(len(points), 0.01)
     a, b = np.split(np.arange(len(points)), 2)
-    searches = (lambda limit: geometry.sphere_pairs_within(points, radius, limit),
-                lambda limit: geometry.sphere_pairs(points[a], radius[a], points[b], radius[b], limit))
-    assert len(points) > 4 * geometry.COUNT_SAMPLE
+    searches = (lambda limit: sphere_search.sphere_pairs_within(points, radius, limit),
+                lambda limit: sphere_search.sphere_pairs(points[a], radius[a], points[b], radius[b], limit))
+    assert len(points) > 4 * sphere_search.COUNT_SAMPLE
     for search in searches:
         count = len(search(None)[0])
         assert count > 5_000
         assert len(search(int(1.1 * count))[0]) == count
-        with pytest.raises(geometry.TooManyPairs):
+        with pytest.raises(sphere_search.TooManyPairs):
             search(int(0.9 * count))
 
 
@@ -549,7 +550,7 @@ def test_the_pair_limit_holds_on_an_estimated_count():
 def test_a_few_spheres_against_many_find_the_pairs_brute_force_finds(few_first):
     """sphere_pairs first drops the many spheres that miss the few's bounding box: the pairs are
     still exactly those that overlap (brute force), whichever side is the few."""
-    from cloth_addon.core import geometry
+    from cloth_addon.core.contact import sphere_search
 
     rng = np.random.default_rng(5)
     many = rng.uniform(0.0, 1.0, (6000, 3))
@@ -559,10 +560,10 @@ def test_a_few_spheres_against_many_find_the_pairs_brute_force_finds(few_first):
     gap = np.linalg.norm(few[:, None] - many[None], axis=2) - few_radius[:, None] - many_radius[None]
     expected = set(zip(*(v.tolist() for v in np.nonzero(gap <= 0.0)), strict=True))
     if few_first:
-        i, j, length = geometry.sphere_pairs(few, few_radius, many, many_radius, distance=True)
+        i, j, length = sphere_search.sphere_pairs(few, few_radius, many, many_radius, distance=True)
         found = set(zip(i.tolist(), j.tolist(), strict=True))
     else:
-        j, i, length = geometry.sphere_pairs(many, many_radius, few, few_radius, distance=True)
+        j, i, length = sphere_search.sphere_pairs(many, many_radius, few, few_radius, distance=True)
         found = set(zip(i.tolist(), j.tolist(), strict=True))
     assert len(expected) > 50 and found == expected
     np.testing.assert_allclose(length, np.linalg.norm(few[i] - many[j], axis=1))
@@ -573,7 +574,7 @@ def test_degenerate_triangles_take_the_closest_point_of_their_edges():
     gives the distance to the nearest of their edges, never NaN or a point off the triangle; and
     a vertex passing through a triangle that opens from two coincident corners is found touching
     by the continuous self-contact test."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     rng = np.random.default_rng(11)
     p, a, b = (rng.normal(size=(5000, 3)) for _ in range(3))

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from cloth_addon.core import ClothState, MeshCollider, PlaneCollider, Settings, Simulation
+from cloth_addon.core.contact.self_contact import SelfContact
 from cloth_addon.core.geometry import uv_sphere
 from cloth_addon.core.quality import edge_triangle_crossings
 from cloth_addon.core.scenes import grid as make_grid
-from cloth_addon.core.self_contact import SelfContact
 
 SOLVERS = ["fast_mass_spring", "verlet", "newton"]
 
@@ -155,7 +155,7 @@ def test_curtain_hit_by_a_moving_ball_keeps_out_of_it_in_every_frame(solver):
 def _all_gaps(x, edges, triangles):
     """Brute force: (p, t, gap) of every vertex-triangle pair and (a, b, gap) of every edge-edge
     pair a < b sharing no vertex at x, gap the exact distance, m."""
-    from cloth_addon.core.geometry import closest_points, segment_closest
+    from cloth_addon.core.contact.distance import closest_points, segment_closest
 
     p, t = np.meshgrid(np.arange(len(x)), np.arange(len(triangles)), indexing="ij")
     p, t = p.ravel(), t.ravel()
@@ -185,7 +185,7 @@ def test_candidates_kept_over_substeps_cover_every_close_pair(monkeypatch, seed)
     corner of a still sheet is lifted, carried over the sheet and lowered onto it; at every step
     each pair closer than the gap is a candidate. One cluster (the whole sheet), so that the
     corner outruns the budgets rather than its cluster drifting (the tests below)."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", 100)
     rng = np.random.default_rng(seed)
@@ -231,7 +231,7 @@ def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatc
     and random (symmetric) drift allowances between clusters, it lists exactly the pairs whose
     gap is within d plus their features' largest budgets plus the largest allowance of the cluster
     pairs they span, however the search spreads the allowances over the two sides."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", 8)
     d = 0.02
@@ -254,7 +254,7 @@ def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatc
 def _touching_brute(contact, x0, x1, changed):
     """Brute force: {(4 vertex ids)} of every vertex-triangle and edge-edge pair with a vertex of
     changed (n,) bool that touches on the paths x0 -> x1 (exact continuous tests of all pairs)."""
-    from cloth_addon.core.ccd import edge_edge_toi, vertex_triangle_toi
+    from cloth_addon.core.contact.ccd import edge_edge_toi, vertex_triangle_toi
 
     features = contact.model.contact_features
     tris, edges = features.triangles, features.edges
@@ -357,7 +357,7 @@ def test_candidates_follow_clusters_that_drift_apart(monkeypatch, kind, size):
     or turning over another keeps its own pairs: brute force, at the end and along the path of every
     step (where the continuous check relies on them), every pair closer than the gap is a candidate,
     and the proximity shortlist at the end has every such pair."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", size)
     d = 0.02
@@ -383,7 +383,7 @@ def test_clusters_drifting_apart_grow_their_allowance_and_keep_every_pair_within
     its clusters drift apart from their neighbours, whose allowances grow and whose features are
     searched again, without a rebuild. After every substep the candidates hold every pair within
     the bounds they are kept for (brute force, at their reference)."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", 4)
     monkeypatch.setattr(self_contact, "REBUILD", 0.6)
@@ -412,7 +412,7 @@ def test_the_cluster_test_fails_when_clusters_may_drift_without_limit(monkeypatc
     """The test above has teeth: with the drift of two clusters' reference motions left unchecked
     (every limit infinite), a layer sliding over or falling onto another soon has close pairs that
     are no candidates."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", 8)
     fit = SelfContact._fit

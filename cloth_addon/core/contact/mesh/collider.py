@@ -35,13 +35,16 @@ The collider's motion is what changed since the last `project` call: `update()` 
 call sees the whole move (Simulation with substeps: the first substep of the frame).
 
 `feature_contacts` keeps the cloth's edges off the mesh's sharp convex edges and its triangles off
-the mesh's convex corners (mesh_features.py), which can pass between the cloth's vertices.
+the mesh's convex corners (sharp_features.py), which can pass between the cloth's vertices.
 """
 
 import numpy as np
 
-from . import geometry, mesh_features
-from .colliders import _apply_friction, friction_coefficient
+from ... import geometry
+from .. import distance, sphere_search
+from ..collider import Collider
+from ..friction import apply_friction, friction_coefficient
+from . import sharp_features
 
 # Meshes of up to this many triangles are paired with particles by testing every pair (one array
 # operation); larger ones through the centroid tree first. A box's few triangles are so large that
@@ -57,9 +60,9 @@ _CROSS_SLACK = 1e-7
 
 # _closest_outside's three edges AB, AC, BC: their regions, their end vertices' regions, and the
 # corners (0 = A, 1 = B, 2 = C) that take weights 1 - r and r at the edge parameter r
-_EDGE_REGION = np.array([geometry.EDGE_AB, geometry.EDGE_CA, geometry.EDGE_BC], dtype=np.int8)
-_EDGE_ENDS = np.array([[geometry.VERTEX_A, geometry.VERTEX_B], [geometry.VERTEX_A, geometry.VERTEX_C],
-                       [geometry.VERTEX_B, geometry.VERTEX_C]], dtype=np.int8)
+_EDGE_REGION = np.array([distance.EDGE_AB, distance.EDGE_CA, distance.EDGE_BC], dtype=np.int8)
+_EDGE_ENDS = np.array([[distance.VERTEX_A, distance.VERTEX_B], [distance.VERTEX_A, distance.VERTEX_C],
+                       [distance.VERTEX_B, distance.VERTEX_C]], dtype=np.int8)
 _EDGE_CORNERS = np.array([[0, 1], [0, 2], [1, 2]])
 
 
@@ -75,7 +78,7 @@ def _as_vertices(vertices, count=None) -> np.ndarray:
     return array
 
 
-class MeshCollider:
+class MeshCollider(Collider):
     """A triangle mesh that particles are kept `thickness + margin` away from.
 
     vertices: (v, 3) float64, m, world space. triangles: (t, 3) int, corner indices (any
@@ -103,9 +106,10 @@ class MeshCollider:
         self.previous_vertices = vertices  # where the last project() saw the collider
         self._geometry_of = None
         self._cache = None  # MeshCollider.prepare's candidates
-        self._sharp = None  # mesh_features.SharpFeatures, classified on first use
+        self._sharp = None  # sharp_features.SharpFeatures, classified on first use
         self._incidence = None  # (cloth edges, their incidence, cloth triangles, theirs)
         self._last_contacts = None  # the last projection's closest points (_known_contacts)
+        self._resolved = None  # (what the last resolve projected against, what it returned)
 
     # -- topology (fixed) -----------------------------------------------------------------
     def _topology(self):
@@ -168,7 +172,7 @@ class MeshCollider:
                                                np.repeat(normal[:, axis], 3), self._edge_count)
         centroid = corners.mean(axis=1)
         self._normal, self._vertex_normal, self._edge_normal = normal, vertex_normal, edge_normal
-        # Per triangle, the pseudo-normal of each region (geometry.FACE, VERTEX_A..C, EDGE_AB..CA).
+        # Per triangle, the pseudo-normal of each region (distance.FACE, VERTEX_A..C, EDGE_AB..CA).
         self._features = np.concatenate([normal[:, None], vertex_normal[tris], edge_normal[self._tri_edges]],
                                         axis=1).reshape(-1, 3)
         self._radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
@@ -202,7 +206,7 @@ class MeshCollider:
 
     def _pairs(self, points, radius):
         """(particle rows, triangle indices) of centroids within `radius` (scalar or (k,)) of points."""
-        return geometry.ball_pairs(self._tree, points, radius)
+        return sphere_search.ball_pairs(self._tree, points, radius)
 
     def _apart(self, distance, before, *points):
         """Whether the bounding box of the point sets (k, 3) (a cloth's start and end: its paths)
@@ -218,6 +222,40 @@ class MeshCollider:
         p_low = np.min([box[0] for box in boxes], axis=0)
         p_high = np.max([box[1] for box in boxes], axis=0)
         return bool(np.any(p_low > high + distance) or np.any(p_high < low - distance))
+
+    # -- the Collider interface ---------------------------------------------------------------
+    def pose(self) -> np.ndarray:
+        return self.vertices
+
+    def move_to(self, pose) -> None:
+        if pose is not self.vertices:
+            self.update(pose)
+
+    def sweep_start(self, remembered):
+        return self.previous_vertices  # its own record: where the last frame left it
+
+    def frame_done(self) -> None:
+        self.previous_vertices = self.vertices
+
+    def prepare(self, x0, motion, margin, movable, sweep_from=None) -> None:
+        # a projection looks step + 2 reach around its end, itself up to `motion` from x0
+        reach = self.thickness + margin
+        self.remember_near(x0, 2.0 * (motion + reach), movable, sweep_from)
+
+    def resolve(self, x, x0, movable, margin, sweep_from=None, features=None, inv_mass=None,
+                friction=0.0) -> None:
+        key = (x0, sweep_from, self.vertices, margin)
+        last = self._resolved
+        # The solver's last iterate comes to the stage's finish as this collider left it, and a
+        # projection does not move its own result again (but for rounding, or a particle between
+        # two faces of a concave corner, which the next substep's iterations take up).
+        skip = (last is not None and all(a is b for a, b in zip(last[0], key, strict=True))
+                and np.array_equal(last[1], x))
+        if not skip:
+            self.project(x, x0, movable, margin, None, sweep_from=sweep_from)
+            self._resolved = (key, x.copy())
+        if features is not None:
+            self.feature_contacts(x, x0, inv_mass, margin, features, friction, sweep_from)
 
     # -- queries ----------------------------------------------------------------------------
     def closest(self, points, max_distance=np.inf):
@@ -289,7 +327,7 @@ class MeshCollider:
         t, d, height, plane = tri[win], dist[win], height[win], np.take(plane, win, axis=0)
         q = np.take(points, sel, axis=0) - height[:, None] * np.take(self._normal, t, axis=0)
         bary = np.stack([1.0 - plane[:, 1] - plane[:, 2], plane[:, 1], plane[:, 2]], axis=1)
-        region = np.full(len(win), geometry.FACE, dtype=np.int8)
+        region = np.full(len(win), distance.FACE, dtype=np.int8)
         if len(full):
             where = np.minimum(np.searchsorted(full, win), len(full) - 1)
             exact = np.flatnonzero(full[where] == win)
@@ -305,7 +343,7 @@ class MeshCollider:
         p - a = h n + v ab + w ac, each edge's parameter and the in-plane distance to it are
         scalar expressions in v, w and the triangle's Gram entries |ab|^2, ab.ac, |ac|^2 (a few
         passes over (k,) arrays instead of Ericson's region tests on (k, 3) ones). Zero-area
-        triangles (no plane coordinates) take geometry.closest_points."""
+        triangles (no plane coordinates) take distance.closest_points."""
         at = np.take(points, rows, axis=0)
         corners = self.vertices[self.triangles[tri]]
         h, v, w = plane[:, 0], plane[:, 1], plane[:, 2]
@@ -337,14 +375,14 @@ class MeshCollider:
         dist = np.sqrt(h * h + np.maximum(best, 0.0))
         flat = np.flatnonzero(~np.isfinite(dist))
         if len(flat):
-            q[flat], bary[flat], region[flat] = geometry.closest_points(at[flat],
+            q[flat], bary[flat], region[flat] = distance.closest_points(at[flat],
                                                                         *(corners[flat, k] for k in range(3)))
             gap = at[flat] - q[flat]
             dist[flat] = np.sqrt(np.einsum("ij,ij->i", gap, gap))
         return q, bary, region, dist
 
     # -- collision ----------------------------------------------------------------------------
-    def prepare(self, positions, radius, movable, sweep_from=None) -> None:
+    def remember_near(self, positions, radius, movable, sweep_from=None) -> None:
         """Remember the triangles near each particle, so that later `project` and `contact_normals`
         calls test only those while the collider stays where it is now.
 
@@ -395,14 +433,14 @@ class MeshCollider:
     def feature_contacts(self, positions, previous, inv_mass, margin, features, friction=0.0,
                          sweep_from=None) -> None:
         """Keep the cloth's edges off the mesh's sharp convex edges and its triangles off the
-        mesh's convex corners (mesh_features.py), in place on positions (n, 3).
+        mesh's convex corners (sharp_features.py), in place on positions (n, 3).
 
         previous: (n, 3) where the substep started; inv_mass: (n,) 1/kg, 0 for pinned particles;
         features: the model's contact_features; friction: the Coulomb coefficient there;
         sweep_from: (v, 3) where the collider was at the substep's start (None: where it is)."""
         self._refresh()
         if self._sharp is None:
-            self._sharp = mesh_features.SharpFeatures(self.vertices, self.triangles, self._normal,
+            self._sharp = sharp_features.SharpFeatures(self.vertices, self.triangles, self._normal,
                                                       self._edge_ends, self._edge_tris, self.closed)
         sharp = self._sharp
         if sharp.empty:
@@ -412,8 +450,8 @@ class MeshCollider:
         known = self._incidence
         if known is None or known[0] is not edges or known[2] is not triangles:
             n = len(positions)
-            known = self._incidence = (edges, mesh_features.incidence(edges, n), triangles,
-                                       mesh_features.incidence(triangles, n))
+            known = self._incidence = (edges, sharp_features.incidence(edges, n), triangles,
+                                       sharp_features.incidence(triangles, n))
         moved = None if sweep_from is None or sweep_from is self.vertices else self.vertices - sweep_from
         margin = float(margin)
         sharp.resolve(positions, previous, inv_mass, self.thickness + margin, margin, features,
@@ -803,7 +841,7 @@ class MeshCollider:
         if motion is not None:
             start = start + np.einsum("ij,ijk->ik", bary, motion[self.triangles[tri]])
         moved = p[rows]
-        _apply_friction(moved, start, np.ones(len(rows), dtype=bool), normal, depth, mu)
+        apply_friction(moved, start, np.ones(len(rows), dtype=bool), normal, depth, mu)
         p[rows] = moved
 
 

@@ -60,8 +60,9 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import cdist
 
-from . import ccd, geometry
-from .geometry import gather, vector_lengths
+from ... import geometry
+from ...geometry import gather, vector_lengths
+from .. import ccd, distance, sphere_search
 
 # Proximity passes per substep (each followed by the colliders).
 PASSES = 3
@@ -184,7 +185,7 @@ def _vf_touching(x0, x1, motion, p, corners, tol):
     # vertex's: only pairs closer than that at x0 can touch (a falling sheet's own pairs: none).
     relative = _longest(gather(motion, corners) - gather(motion, p)[:, None, :])
     start = gather(x0, p)
-    q, _, _ = geometry.closest_points(start, *(gather(x0, corners[:, k]) for k in range(3)))
+    q, _, _ = distance.closest_points(start, *(gather(x0, corners[:, k]) for k in range(3)))
     may = vector_lengths(start - q) <= relative + tol
     p, corners = p[may], corners[may]
     toi = ccd.vertex_triangle_toi(gather(x0, p), gather(x1, p),
@@ -199,7 +200,7 @@ def _ee_touching(x0, x1, motion, ea, eb, tol):
     # differences between an end of one and an end of the other's motions
     ends_a, ends_b = gather(motion, ea), gather(motion, eb)
     relative = _longest(np.concatenate([ends_a - ends_b[:, :1], ends_a - ends_b[:, 1:]], axis=1))
-    gap, _, _ = geometry.segment_gap(*(gather(x0, e[:, k]) for e in (ea, eb) for k in (0, 1)))
+    gap, _, _ = distance.segment_gap(*(gather(x0, e[:, k]) for e in (ea, eb) for k in (0, 1)))
     may = vector_lengths(gap) <= relative + tol
     ea, eb = ea[may], eb[may]
     toi = ccd.edge_edge_toi(*(gather(at, e[:, k]) for e in (ea, eb) for k in (0, 1) for at in (x0, x1)), tol)
@@ -339,9 +340,9 @@ class SelfContact:
         and every vertex against the triangles with a moved corner."""
         tris = self.triangles
         rows, hit = np.flatnonzero(moved), np.flatnonzero(geometry.row_any(moved[tris]))
-        p1, t1 = geometry.sphere_pairs(gather(points, rows), point_radius[rows], centres, centre_radius,
+        p1, t1 = sphere_search.sphere_pairs(gather(points, rows), point_radius[rows], centres, centre_radius,
                                        limit)
-        p2, t2 = geometry.sphere_pairs(points, point_radius, gather(centres, hit), centre_radius[hit],
+        p2, t2 = sphere_search.sphere_pairs(points, point_radius, gather(centres, hit), centre_radius[hit],
                                        limit)
         key = np.unique(np.concatenate([rows[p1] * len(tris) + t1, p2 * len(tris) + hit[t2]]))
         return key // len(tris), key % len(tris)
@@ -352,7 +353,7 @@ class SelfContact:
         further (a pair of two moved edges is found from both ends, and listed once)."""
         edges = self.edges
         rows = np.flatnonzero(geometry.row_any(moved[edges]))
-        i, j = geometry.sphere_pairs(gather(centres, rows), radius[rows] + extra, centres, radius, limit)
+        i, j = sphere_search.sphere_pairs(gather(centres, rows), radius[rows] + extra, centres, radius, limit)
         i = rows[i]
         key = np.unique(np.minimum(i, j) * len(edges) + np.maximum(i, j))
         return key // len(edges), key % len(edges)
@@ -378,8 +379,8 @@ class SelfContact:
         m, the exact distance between the two features. Pairs sharing a vertex are left out.
         moved: optional (n,) bool, only pairs with one of these vertices (within: in both of
         their features, the pair's vertex included). Raises
-        geometry.TooManyPairs rather than list more sphere pairs than PAIR_LIMIT per vertex (or
-        PAIR_FLOOR; a search's count is estimated, see geometry.sphere_pairs)."""
+        sphere_search.TooManyPairs rather than list more sphere pairs than PAIR_LIMIT per vertex (or
+        PAIR_FLOOR; a search's count is estimated, see sphere_search.sphere_pairs)."""
         tris, edges, d = self.triangles, self.edges, self.distance
         limit = max(PAIR_LIMIT * len(x), PAIR_FLOOR)
         flat = None if allowance is None else allowance.ravel()
@@ -394,20 +395,21 @@ class SelfContact:
             tri_reach = tri_budget + _most(row, self._tri_clusters) + 0.5 * d
             reach = budget + row[self._cluster] + 0.5 * d
             if moved is None and self._label is None:
-                vf_p, vf_t, spacing = geometry.sphere_pairs(x, reach, centre, radius + tri_reach, limit, True)
+                vf_p, vf_t, spacing = sphere_search.sphere_pairs(x, reach, centre, radius + tri_reach, limit,
+                                                                 True)
             elif moved is None:
                 # object by object, so that an object whose own layers do not collide (a fast sewn
                 # garment, say) lists no pairs of its own
                 found = []
                 for rows, hit, _, _ in self._blocks:
-                    p, t, far = geometry.sphere_pairs(gather(x, rows), reach[rows], gather(centre, hit),
+                    p, t, far = sphere_search.sphere_pairs(gather(x, rows), reach[rows], gather(centre, hit),
                                                       radius[hit] + tri_reach[hit], limit, True)
                     found.append((rows[p], hit[t], far))
                 vf_p, vf_t, spacing = (np.concatenate(column) for column in zip(*found, strict=True))
             else:
                 if within:  # moved vertices against moved triangles
                     rows, hit = np.flatnonzero(moved), np.flatnonzero(geometry.row_any(moved[tris]))
-                    p1, t1 = geometry.sphere_pairs(gather(x, rows), reach[rows], gather(centre, hit),
+                    p1, t1 = sphere_search.sphere_pairs(gather(x, rows), reach[rows], gather(centre, hit),
                                                    radius[hit] + tri_reach[hit], limit)
                     key = np.sort(rows[p1] * len(tris) + hit[t1])
                     vf_p, vf_t = key // len(tris), key % len(tris)
@@ -423,7 +425,7 @@ class SelfContact:
             keep = spacing - radius[vf_t] <= bound
             vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
             corners = tris[vf_t]
-            q, _, _ = geometry.closest_points(gather(x, vf_p), *(gather(x, corners[:, k]) for k in range(3)))
+            q, _, _ = distance.closest_points(gather(x, vf_p), *(gather(x, corners[:, k]) for k in range(3)))
             vf_gap = vector_lengths(gather(x, vf_p) - q)
             # in the order of the features' numbers, not of the trees' traversal: the Jacobi sums
             # of the responses then do not depend on how the trees were cut
@@ -435,22 +437,22 @@ class SelfContact:
             edge_budget = _most(budget, edges)
             extent = half + edge_budget + _most(row, self._edge_clusters) + 0.5 * d
             if moved is None and self._label is None:
-                ea, eb, spacing = geometry.sphere_pairs_within(middle, extent, limit, True)
+                ea, eb, spacing = sphere_search.sphere_pairs_within(middle, extent, limit, True)
             elif moved is None:
                 found = []
                 for k, (_, _, own_edges, later) in enumerate(self._blocks):
                     if self._own[k]:
-                        i, j, far = geometry.sphere_pairs_within(gather(middle, own_edges), extent[own_edges],
-                                                                 limit, True)
+                        i, j, far = sphere_search.sphere_pairs_within(gather(middle, own_edges),
+                                                                      extent[own_edges], limit, True)
                         found.append((own_edges[i], own_edges[j], far))
-                    i, j, far = geometry.sphere_pairs(gather(middle, own_edges), extent[own_edges],
+                    i, j, far = sphere_search.sphere_pairs(gather(middle, own_edges), extent[own_edges],
                                                       gather(middle, later), extent[later], limit, True)
                     found.append((own_edges[i], later[j], far))
                 ea, eb, spacing = (np.concatenate(column) for column in zip(*found, strict=True))
                 ea, eb = np.minimum(ea, eb), np.maximum(ea, eb)
             elif within:
                 rows = np.flatnonzero(geometry.row_any(moved[edges]))
-                ea, eb = geometry.sphere_pairs_within(gather(middle, rows), extent[rows], limit)
+                ea, eb = sphere_search.sphere_pairs_within(gather(middle, rows), extent[rows], limit)
                 ea, eb = rows[ea], rows[eb]  # rows ascend: ea < eb still
                 order = np.argsort(ea * len(edges) + eb)
                 ea, eb = ea[order], eb[order]
@@ -521,7 +523,7 @@ class SelfContact:
             budget = GROW * deviation + SLACK * d
             allowance, limit = self._fit(budget, DRIFT_GROW * drift + DRIFT_SLACK * d, apart)
             found = self._near(reference, budget, allowance)
-        except geometry.TooManyPairs:
+        except sphere_search.TooManyPairs:
             # a cloth in violent motion: budgets for this substep alone; if even those list too
             # many pairs, TooManyPairs reaches prepare/untangle, which hold the cloth still
             budget = deviation + SLACK * d
@@ -610,7 +612,7 @@ class SelfContact:
                 ee = ~(_most(over, self.edges[a]) | _most(over, self.edges[b]))
                 found.append((p[vf], t[vf], vf_gap[vf], a[ee], b[ee], ee_gap[ee]))
             p, t, vf_gap, a, b, ee_gap = (np.concatenate(column) for column in zip(*found, strict=True))
-        except geometry.TooManyPairs:
+        except sphere_search.TooManyPairs:
             self.candidates(x0, x)
             return True
         # only the pairs that were out of reach before are new
@@ -629,7 +631,7 @@ class SelfContact:
         memory, x1 is set back to x0 (this substep does not move the cloth)."""
         try:
             self.cover(x0, x1)
-        except geometry.TooManyPairs:
+        except sphere_search.TooManyPairs:
             self._hold(x0, x1)
 
     def _hold(self, x0, x1) -> None:
@@ -642,7 +644,7 @@ class SelfContact:
     def _edge_gaps(self, x, a, b):
         """(gap (k, 3) from edge b's closest point to edge a's, s (k,), t (k,))."""
         ea, eb = self.edges[a], self.edges[b]
-        return geometry.segment_gap(gather(x, ea[:, 0]), gather(x, ea[:, 1]), gather(x, eb[:, 0]),
+        return distance.segment_gap(gather(x, ea[:, 0]), gather(x, ea[:, 1]), gather(x, eb[:, 0]),
                                     gather(x, eb[:, 1]))
 
     def separate(self, x, x0) -> None:
@@ -655,7 +657,7 @@ class SelfContact:
         p, t, a, b = self._shortlist(x)
         if len(p):
             tris = self.triangles[t]
-            q, bary, _ = geometry.closest_points(gather(x, p), *(gather(x, tris[:, k]) for k in range(3)))
+            q, bary, _ = distance.closest_points(gather(x, p), *(gather(x, tris[:, k]) for k in range(3)))
             gap = gather(x, p) - q
             dist = vector_lengths(gap)
             near = dist < d
@@ -799,7 +801,7 @@ class SelfContact:
         Returns how many vertices ended in impact zones."""
         try:
             return self._untangle(x0, x1, held)
-        except geometry.TooManyPairs:  # the zones flung the cloth about: the substep is undone
+        except sphere_search.TooManyPairs:  # the zones flung the cloth about: the substep is undone
             self._hold(x0, x1)
             return 0
 
