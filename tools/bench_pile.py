@@ -134,7 +134,7 @@ def _measuring(sim) -> tuple[int, int, float]:
 
     contact = sim.contact.self_contact
     x = np.array(sim.positions)
-    p, t, vf_gap, a, b, ee_gap = contact._near(x, np.zeros(len(x)))
+    p, t, vf_gap, a, b, ee_gap = contact.search.near(x, np.zeros(len(x)))
     d = contact.distance
     p, t, a, b = p[vf_gap < d], t[vf_gap < d], a[ee_gap < d], b[ee_gap < d]
     tris, ea, eb = contact.triangles[t], contact.edges[a], contact.edges[b]
