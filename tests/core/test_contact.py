@@ -303,9 +303,10 @@ def _inside_box(points, lo, hi):
 
 def _sharp(vertices, triangles):
     collider = MeshCollider(vertices, triangles)
-    collider._refresh()
-    features = SharpFeatures(collider.vertices, collider.triangles, collider._normal, collider._edge_ends,
-                             collider._edge_tris, collider.closed)
+    surface = collider.surface
+    surface.refresh()
+    features = SharpFeatures(collider.vertices, collider.triangles, surface.normal, surface.edge_ends,
+                             surface.edge_tris, collider.closed)
     return len(features.edge_ends), len(features.corners)
 
 

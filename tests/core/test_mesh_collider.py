@@ -79,13 +79,13 @@ def test_closest_points_outside_a_triangle_match_ericson():
     ends = vertices[triangles[5:8, 0]] + vertices[triangles[5:8, 1]]
     vertices[triangles[5:8, 2]] = 0.5 * ends  # collinear
     collider = MeshCollider(vertices, triangles)
-    collider._refresh()
+    collider.surface.refresh()
     points = 1.5 * rng.normal(size=(3000, 3))
     rows, tri = np.arange(3000), rng.integers(0, len(triangles), 3000)
     tri[:40] = np.arange(40) % 8  # the degenerate ones
-    plane = collider._plane_coordinates(points, rows, tri)
-    out = np.flatnonzero(~(collider._outside(plane, tri) <= 0.0))
-    q, bary, region, dist = collider._closest_outside(points, rows[out], tri[out], plane[out])
+    plane = collider.narrow.plane_coordinates(points, rows, tri)
+    out = np.flatnonzero(~(collider.narrow.outside(plane, tri) <= 0.0))
+    q, bary, region, dist = collider.narrow.closest_outside(points, rows[out], tri[out], plane[out])
     corners = vertices[triangles[tri[out]]]
     q_ref, _, region_ref = closest_points(points[out], *(corners[:, k] for k in range(3)))
     assert len(out) > 2000
