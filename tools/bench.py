@@ -1,7 +1,8 @@
 """`python build.py bench`: solver benchmarks that print numbers (never assert).
 
 `python build.py bench --vs-blender [options]` runs only the comparison with Blender's cloth
-(tools/bench_blender.py; `--vs-blender --help` lists its options).
+(tools/bench_blender.py; `--vs-blender --help` lists its options); `python build.py bench --profile
+SCENE` only where a contact scene's frame goes (tools/bench_profile.py).
 
 Scene: a 2 m square sheet lying flat, its top row pinned, swinging down under gravity
 (10 iterations, default material, 24 fps). Each number is the median over frames after a
@@ -147,6 +148,8 @@ def run_optional(module: str, *args) -> int:
 def main(argv: list[str]) -> int:
     if "--vs-blender" in argv:  # the comparison with Blender's cloth alone: it takes minutes by itself
         return run_optional("bench_blender", [a for a in argv if a != "--vs-blender"])
+    if "--profile" in argv:  # where a contact scene's frame goes, in the core
+        return run_optional("bench_profile", [a for a in argv if a != "--profile"])
     print(f"machine: {machine()}; factorisation backends: {', '.join(BACKENDS)}")
     bench_solvers()
     bench_fast_solver_parts()
