@@ -62,6 +62,10 @@ _FRICTION_BAND = 0.1
 # it set a tablecloth rocking); a particle that no longer touches starts from none.
 CONTACT_MEMORY = 0.9
 
+# The proximity passes of a substep stop once one has moved no coordinate of any vertex by more than
+# this fraction of the self-contact gap.
+PASS_TOLERANCE = 1e-3
+
 # How far beyond the first iterate's motion (doubled) a mesh collider's candidates reach, as a
 # fraction of the median edge length (ContactStage._prepare_meshes). Also covers the friction band.
 _CANDIDATE_SLACK = 0.5
@@ -173,10 +177,16 @@ class ContactStage:
             # (a pass may still move a vertex out of the candidates' reach: proximity then misses
             # a pair for this substep, which only the guarantee below must not)
             contact.prepare(x0, x1)
+            # the passes stop once one moves no vertex by more than PASS_TOLERANCE of the gap: the
+            # layers have found their places, and another pass would measure the same pairs again
+            tolerance = PASS_TOLERANCE * contact.distance
             for _ in range(PASSES):
+                before = x1.copy()
                 contact.separate(x1, x0)
                 for collider in colliders:
                     self._project(collider, x1, x0, movable, margin, features)
+                if not np.abs(x1 - before).max(initial=0.0) > tolerance:
+                    break
         held, normal, surface = self._friction(x0, x1, y, movable, margin)
         self._carry(x0, y, held, normal, surface)
         if contact is not None:
