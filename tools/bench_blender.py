@@ -465,10 +465,10 @@ def play_core_twist(scene: Scene, last: int) -> Run:
     run, frames = Run(), [vertices]
     for frame in range(2, last + 1):
         angle = 2.0 * np.pi * scene.turns * min(frame - 1, scene.turn_frames) / scene.turn_frames
-        targets = vertices[pinned].copy()
+        targets = vertices.copy()  # (n, 3): move_pins takes the pinned rows of it
         offset = vertices[right] - axis
-        targets[len(pinned) // 2:, 1] = axis[1] + np.cos(angle) * offset[:, 1] - np.sin(angle) * offset[:, 2]
-        targets[len(pinned) // 2:, 2] = axis[2] + np.sin(angle) * offset[:, 1] + np.cos(angle) * offset[:, 2]
+        targets[right, 1] = axis[1] + np.cos(angle) * offset[:, 1] - np.sin(angle) * offset[:, 2]
+        targets[right, 2] = axis[2] + np.sin(angle) * offset[:, 1] + np.cos(angle) * offset[:, 2]
         sim.move_pins(targets)
         start = time.perf_counter()
         sim.step(1)
