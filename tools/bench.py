@@ -1,8 +1,9 @@
 """`python build.py bench`: solver benchmarks that print numbers (never assert).
 
 `python build.py bench --vs-blender [options]` runs only the comparison with Blender's cloth
-(tools/bench_blender.py; `--vs-blender --help` lists its options), `python build.py bench --buckling`
-only the buckling scenes beside Blender's (tools/bench_buckling.py).
+(tools/bench_blender.py; `--vs-blender --help` lists its options); `python build.py bench --buckling`
+only the buckling scenes beside Blender's (tools/bench_buckling.py); `python build.py bench --profile
+SCENE` only where a contact scene's frame goes (tools/bench_profile.py).
 
 Scene: a 2 m square sheet lying flat, its top row pinned, swinging down under gravity
 (10 iterations, default material, 24 fps). Each number is the median over frames after a
@@ -150,6 +151,8 @@ def main(argv: list[str]) -> int:
         return run_optional("bench_blender", [a for a in argv if a != "--vs-blender"])
     if "--buckling" in argv:  # cloth compressed in its plane, ours beside Blender's (tools/bench_buckling.py)
         return run_optional("bench_buckling", [a for a in argv if a != "--buckling"])
+    if "--profile" in argv:  # where a contact scene's frame goes, in the core
+        return run_optional("bench_profile", [a for a in argv if a != "--profile"])
     print(f"machine: {machine()}; factorisation backends: {', '.join(BACKENDS)}")
     bench_solvers()
     bench_fast_solver_parts()

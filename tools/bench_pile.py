@@ -74,7 +74,7 @@ def main(argv) -> int:
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
                         help="override self_contact constants, e.g. GROW=1.5 CLUSTER=64")
     args = parser.parse_args(argv)
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     for item in args.set:
         name, value = item.split("=")
@@ -129,19 +129,19 @@ def main(argv) -> int:
 def _measuring(sim) -> tuple[int, int, float]:
     """(vertex-triangle pairs, edge-edge pairs, ms): the pairs closer than the gap at the current
     positions, and the least time (of several) to measure their exact gaps once."""
-    from cloth_addon.core import geometry
+    from cloth_addon.core.contact import distance
     from cloth_addon.core.geometry import gather
 
     contact = sim.contact.self_contact
     x = np.array(sim.positions)
-    p, t, vf_gap, a, b, ee_gap = contact._near(x, np.zeros(len(x)))
+    p, t, vf_gap, a, b, ee_gap = contact.search.near(x, np.zeros(len(x)))
     d = contact.distance
     p, t, a, b = p[vf_gap < d], t[vf_gap < d], a[ee_gap < d], b[ee_gap < d]
     tris, ea, eb = contact.triangles[t], contact.edges[a], contact.edges[b]
 
     def measure():
-        geometry.closest_points(gather(x, p), *(gather(x, tris[:, k]) for k in range(3)))
-        geometry.segment_gap(*(gather(x, e[:, k]) for e in (ea, eb) for k in (0, 1)))
+        distance.closest_points(gather(x, p), *(gather(x, tris[:, k]) for k in range(3)))
+        distance.segment_gap(*(gather(x, e[:, k]) for e in (ea, eb) for k in (0, 1)))
 
     best = np.inf
     for _ in range(5):

@@ -4,8 +4,7 @@
     from cloth_addon.core import WindField
 """
 
-from .colliders import PlaneCollider, SphereCollider
-from .mesh_collider import MeshCollider
+from .contact import MeshCollider, PlaneCollider, SphereCollider
 from .model import ClothModel, build_model
 from .settings import SOLVERS, Settings
 from .simulation import ClothPart, Simulation, SimulationDiverged

@@ -11,14 +11,15 @@ from cloth_addon.core import (
     Settings,
     Simulation,
     SphereCollider,
-    contact,
 )
-from cloth_addon.core.ccd import cubic_roots, edge_edge_toi, vertex_triangle_toi
-from cloth_addon.core.geometry import closest_points, segment_closest, segment_triangle_hits, uv_sphere
-from cloth_addon.core.mesh_features import SharpFeatures
+from cloth_addon.core.contact import stage
+from cloth_addon.core.contact.ccd import cubic_roots, edge_edge_toi, vertex_triangle_toi
+from cloth_addon.core.contact.distance import closest_points, segment_closest
+from cloth_addon.core.contact.mesh.sharp_features import SharpFeatures
+from cloth_addon.core.contact.self_contact import SelfContact
+from cloth_addon.core.geometry import segment_triangle_hits, uv_sphere
 from cloth_addon.core.scenes import cloth_cube
 from cloth_addon.core.scenes import grid as make_grid
-from cloth_addon.core.self_contact import SelfContact
 from cloth_addon.core.solvers import fast_mass_spring
 
 SOLVERS = ["fast_mass_spring", "verlet"]
@@ -105,7 +106,7 @@ def test_any_violent_substep_ends_without_crossings(seed):
     x1 = vertices + rng.normal(0.0, 0.15, vertices.shape)
     features = contact.model.contact_features
     assert edge_triangle_crossings(x1, features.edges, features.triangles) > 0  # thrown into itself
-    contact.candidates(vertices, x1)
+    contact.broad.build(vertices, x1)
     contact.untangle(vertices, x1)
     assert edge_triangle_crossings(x1, features.edges, features.triangles) == 0
 
@@ -209,7 +210,7 @@ def test_contact_forces_carried_over_substeps_keep_a_pushed_curtain_from_stretch
     default_warm = _worst_p95_strain_of_a_curtain_pushed_by_a_ball()
     monkeypatch.setattr(fast_mass_spring, "CONTACT_EXTRA", 0)
     warm = _worst_p95_strain_of_a_curtain_pushed_by_a_ball()
-    monkeypatch.setattr(contact, "CONTACT_MEMORY", 0.0)
+    monkeypatch.setattr(stage, "CONTACT_MEMORY", 0.0)
     cold = _worst_p95_strain_of_a_curtain_pushed_by_a_ball()
     monkeypatch.setattr(fast_mass_spring, "CONTACT_EXTRA", 1)
     default_cold = _worst_p95_strain_of_a_curtain_pushed_by_a_ball()
@@ -310,9 +311,10 @@ def _inside_box(points, lo, hi):
 
 def _sharp(vertices, triangles):
     collider = MeshCollider(vertices, triangles)
-    collider._refresh()
-    features = SharpFeatures(collider.vertices, collider.triangles, collider._normal, collider._edge_ends,
-                             collider._edge_tris, collider.closed)
+    surface = collider.surface
+    surface.refresh()
+    features = SharpFeatures(collider.vertices, collider.triangles, surface.normal, surface.edge_ends,
+                             surface.edge_tris, collider.closed)
     return len(features.edge_ends), len(features.corners)
 
 
@@ -429,7 +431,7 @@ def test_an_object_without_its_own_self_collision_lists_no_pairs_of_its_own_but_
                    + edge_triangle_crossings(x, edges[~strip_edges], triangles[strip_tris]))
         assert between == 0, frame
         contact = sim.contact.self_contact
-        (p, t), (a, b) = contact.vf, contact.ee
+        (p, t), (a, b) = contact.candidates.vf, contact.candidates.ee
         intra += int(np.sum(in_strip[p] & strip_tris[t]) + np.sum(strip_edges[a] & strip_edges[b]))
     assert x[in_strip, 2].min() > x[~in_strip, 2].mean(), "the strip lies on the sheet"
     assert (intra > 0) == own
@@ -517,14 +519,14 @@ def test_edges_crossing_in_a_plane_are_found():
 def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch):
     """The broad phase's last resort: when even the substep's own motion would list more pairs
     than allowed, the cloth stays where the substep started (no crossing, no memory blow-up)."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import feature_search
 
     rng = np.random.default_rng(3)
     vertices, faces, _ = make_grid(12, 12, 1.0, "xy")
     contact = SelfContact(Simulation(vertices, faces).model, 0.02, 0.0)
     x1 = vertices + rng.normal(0.0, 0.15, vertices.shape)
-    monkeypatch.setattr(self_contact, "PAIR_LIMIT", 1)
-    monkeypatch.setattr(self_contact, "PAIR_FLOOR", 1000)
+    monkeypatch.setattr(feature_search, "PAIR_LIMIT", 1)
+    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 1000)
     contact.prepare(vertices, x1)
     assert np.array_equal(x1, vertices) and contact.stats["held"] == 1
     # the rest of the substep has no candidates at all (this was the first search): it must not fail
@@ -533,23 +535,23 @@ def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch)
 
 
 def test_the_pair_limit_holds_on_an_estimated_count():
-    """Before a large search the pairs are counted on a sample (geometry.COUNT_SAMPLE spheres of
+    """Before a large search the pairs are counted on a sample (sphere_search.COUNT_SAMPLE spheres of
     a group): of 40,000 equal spheres, a limit 10% above their true number of overlapping pairs
     lets the search list them all, one 10% below it is refused; both ways of searching."""
-    from cloth_addon.core import geometry
+    from cloth_addon.core.contact import sphere_search
 
     rng = np.random.default_rng(3)
     points = rng.uniform(0.0, 1.0, (40_000, 3))
     radius = np.full(len(points), 0.01)
     a, b = np.split(np.arange(len(points)), 2)
-    searches = (lambda limit: geometry.sphere_pairs_within(points, radius, limit),
-                lambda limit: geometry.sphere_pairs(points[a], radius[a], points[b], radius[b], limit))
-    assert len(points) > 4 * geometry.COUNT_SAMPLE
+    searches = (lambda limit: sphere_search.sphere_pairs_within(points, radius, limit),
+                lambda limit: sphere_search.sphere_pairs(points[a], radius[a], points[b], radius[b], limit))
+    assert len(points) > 4 * sphere_search.COUNT_SAMPLE
     for search in searches:
         count = len(search(None)[0])
         assert count > 5_000
         assert len(search(int(1.1 * count))[0]) == count
-        with pytest.raises(geometry.TooManyPairs):
+        with pytest.raises(sphere_search.TooManyPairs):
             search(int(0.9 * count))
 
 
@@ -557,7 +559,7 @@ def test_the_pair_limit_holds_on_an_estimated_count():
 def test_a_few_spheres_against_many_find_the_pairs_brute_force_finds(few_first):
     """sphere_pairs first drops the many spheres that miss the few's bounding box: the pairs are
     still exactly those that overlap (brute force), whichever side is the few."""
-    from cloth_addon.core import geometry
+    from cloth_addon.core.contact import sphere_search
 
     rng = np.random.default_rng(5)
     many = rng.uniform(0.0, 1.0, (6000, 3))
@@ -567,10 +569,10 @@ def test_a_few_spheres_against_many_find_the_pairs_brute_force_finds(few_first):
     gap = np.linalg.norm(few[:, None] - many[None], axis=2) - few_radius[:, None] - many_radius[None]
     expected = set(zip(*(v.tolist() for v in np.nonzero(gap <= 0.0)), strict=True))
     if few_first:
-        i, j, length = geometry.sphere_pairs(few, few_radius, many, many_radius, distance=True)
+        i, j, length = sphere_search.sphere_pairs(few, few_radius, many, many_radius, distance=True)
         found = set(zip(i.tolist(), j.tolist(), strict=True))
     else:
-        j, i, length = geometry.sphere_pairs(many, many_radius, few, few_radius, distance=True)
+        j, i, length = sphere_search.sphere_pairs(many, many_radius, few, few_radius, distance=True)
         found = set(zip(i.tolist(), j.tolist(), strict=True))
     assert len(expected) > 50 and found == expected
     np.testing.assert_allclose(length, np.linalg.norm(few[i] - many[j], axis=1))
@@ -581,7 +583,7 @@ def test_degenerate_triangles_take_the_closest_point_of_their_edges():
     gives the distance to the nearest of their edges, never NaN or a point off the triangle; and
     a vertex passing through a triangle that opens from two coincident corners is found touching
     by the continuous self-contact test."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import narrow_phase
 
     rng = np.random.default_rng(11)
     p, a, b = (rng.normal(size=(5000, 3)) for _ in range(3))
@@ -599,5 +601,5 @@ def test_degenerate_triangles_take_the_closest_point_of_their_edges():
     # corners 1 and 2 coincide at the start; vertex 0 falls through the triangle as it opens
     x0 = np.array([(0.3, 0.2, 0.1), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (1.0, 0.0, 0.0)])
     x1 = np.array([(0.3, 0.2, -0.1), (0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0)])
-    touching = self_contact._vf_touching(x0, x1, x1 - x0, np.array([0]), np.array([(1, 2, 3)]), 1e-6)
+    touching = narrow_phase.vf_touching(x0, x1, x1 - x0, np.array([0]), np.array([(1, 2, 3)]), 1e-6)
     assert touching.tolist() == [[0, 1, 2, 3]]

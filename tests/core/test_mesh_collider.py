@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from cloth_addon.core import MeshCollider, Settings, Simulation
-from cloth_addon.core.geometry import closest_points, uv_sphere
+from cloth_addon.core.contact.distance import closest_points
+from cloth_addon.core.geometry import uv_sphere
 from cloth_addon.core.scenes import grid as make_grid
 
 
@@ -68,7 +69,7 @@ def test_closest_points_match_brute_force():
 
 def test_closest_points_outside_a_triangle_match_ericson():
     # the mesh collider's edge-and-vertex closest points, from plane coordinates, against
-    # geometry.closest_points (Ericson's regions) on random triangles, zero-area ones included
+    # distance.closest_points (Ericson's regions) on random triangles, zero-area ones included
     rng = np.random.default_rng(3)
     vertices = rng.normal(size=(60, 3))
     triangles = rng.integers(0, 60, size=(300, 3))
@@ -78,13 +79,13 @@ def test_closest_points_outside_a_triangle_match_ericson():
     ends = vertices[triangles[5:8, 0]] + vertices[triangles[5:8, 1]]
     vertices[triangles[5:8, 2]] = 0.5 * ends  # collinear
     collider = MeshCollider(vertices, triangles)
-    collider._refresh()
+    collider.surface.refresh()
     points = 1.5 * rng.normal(size=(3000, 3))
     rows, tri = np.arange(3000), rng.integers(0, len(triangles), 3000)
     tri[:40] = np.arange(40) % 8  # the degenerate ones
-    plane = collider._plane_coordinates(points, rows, tri)
-    out = np.flatnonzero(~(collider._outside(plane, tri) <= 0.0))
-    q, bary, region, dist = collider._closest_outside(points, rows[out], tri[out], plane[out])
+    plane = collider.narrow.plane_coordinates(points, rows, tri)
+    out = np.flatnonzero(~(collider.narrow.outside(plane, tri) <= 0.0))
+    q, bary, region, dist = collider.narrow.closest_outside(points, rows[out], tri[out], plane[out])
     corners = vertices[triangles[tri[out]]]
     q_ref, _, region_ref = closest_points(points[out], *(corners[:, k] for k in range(3)))
     assert len(out) > 2000
@@ -259,7 +260,7 @@ def test_prepared_candidates_give_the_same_contacts_as_a_fresh_lookup(shape, mov
         collider = MeshCollider(start, triangles, thickness=0.002)
         collider.update(vertices)
         if prepared:
-            collider.prepare(previous, 0.03, movable, sweep_from=start)
+            collider.remember_near(previous, 0.03, movable, sweep_from=start)
         moved = positions.copy()
         collider.project(moved, previous, movable, margin=0.005, friction=None, sweep_from=start)
         results.append((moved, *collider.contact_normals(moved, 0.01, movable, start)))
@@ -321,7 +322,7 @@ def test_update_with_the_same_vertices_keeps_the_collider_still():
 def test_prepared_for_another_cloth_is_not_used():
     vertices, triangles = uv_sphere(0.5, 16, 8)
     collider = MeshCollider(vertices, triangles)
-    collider.prepare(np.zeros((50, 3)), 0.1, np.ones(50, dtype=bool))  # a cloth of 50 particles
+    collider.remember_near(np.zeros((50, 3)), 0.1, np.ones(50, dtype=bool))  # a cloth of 50 particles
     positions, previous, movable = _particles([(0.0, 0.0, 0.45), (0.0, 0.0, 0.8)])  # and one of 2
     collider.project(positions, previous, movable, margin=0.01, friction=0.0)
     _, distance, inside, _ = collider.closest(positions)

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from cloth_addon.core import ClothState, MeshCollider, PlaneCollider, Settings, Simulation
+from cloth_addon.core.contact.self_contact import SelfContact
 from cloth_addon.core.geometry import uv_sphere
 from cloth_addon.core.quality import edge_triangle_crossings
 from cloth_addon.core.scenes import grid as make_grid
-from cloth_addon.core.self_contact import SelfContact
 
 SOLVERS = ["fast_mass_spring", "verlet", "newton"]
 
@@ -78,7 +78,7 @@ def test_flat_sheet_has_no_self_contacts():
     vertices, faces, _ = make_grid(20, 20, 1.0, "xy")
     contact = SelfContact(Simulation(vertices, faces).model, 0.03, 0.3)
     x = vertices.copy()
-    contact.candidates(vertices, x)
+    contact.broad.build(vertices, x)
     contact.separate(x, vertices)
     assert contact.untangle(vertices, x) == 0
     assert np.array_equal(x, vertices)
@@ -155,7 +155,7 @@ def test_curtain_hit_by_a_moving_ball_keeps_out_of_it_in_every_frame(solver):
 def _all_gaps(x, edges, triangles):
     """Brute force: (p, t, gap) of every vertex-triangle pair and (a, b, gap) of every edge-edge
     pair a < b sharing no vertex at x, gap the exact distance, m."""
-    from cloth_addon.core.geometry import closest_points, segment_closest
+    from cloth_addon.core.contact.distance import closest_points, segment_closest
 
     p, t = np.meshgrid(np.arange(len(x)), np.arange(len(triangles)), indexing="ij")
     p, t = p.ravel(), t.ravel()
@@ -185,7 +185,7 @@ def test_candidates_kept_over_substeps_cover_every_close_pair(monkeypatch, seed)
     corner of a still sheet is lifted, carried over the sheet and lowered onto it; at every step
     each pair closer than the gap is a candidate. One cluster (the whole sheet), so that the
     corner outruns the budgets rather than its cluster drifting (the tests below)."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", 100)
     rng = np.random.default_rng(seed)
@@ -194,7 +194,7 @@ def test_candidates_kept_over_substeps_cover_every_close_pair(monkeypatch, seed)
     features = contact.model.contact_features
     corner = index[-3:, -3:].ravel()
     x0 = vertices.copy()
-    contact.candidates(x0, x0)
+    contact.broad.build(x0, x0)
     for step in range(16):
         x1 = x0.copy()
         x1[corner] += (-0.012, -0.012, 0.01 if step < 3 else -0.0055)
@@ -202,8 +202,8 @@ def test_candidates_kept_over_substeps_cover_every_close_pair(monkeypatch, seed)
         x1 += rng.normal(0.0, 0.0002, x1.shape)
         contact.prepare(x0, x1)
         vf, ee = _close_pairs(x1, features.edges, features.triangles, contact.distance)
-        assert vf <= set(zip(*(v.tolist() for v in contact.vf), strict=True))
-        assert ee <= set(zip(*(v.tolist() for v in contact.ee), strict=True))
+        assert vf <= set(zip(*(v.tolist() for v in contact.candidates.vf), strict=True))
+        assert ee <= set(zip(*(v.tolist() for v in contact.candidates.ee), strict=True))
         x0 = x1
     assert contact.stats["grown"] > 3  # growth was exercised, not only fresh builds
 
@@ -213,7 +213,7 @@ def _within_bounds(contact, x, budget, allowance):
     gap at x is within d plus their features' largest budgets plus the largest allowance of the
     cluster pairs they span (the candidates' invariant at their reference)."""
     features = contact.model.contact_features
-    tris, edges, cluster, d = features.triangles, features.edges, contact._cluster, contact.distance
+    tris, edges, cluster, d = features.triangles, features.edges, contact.clusters.label, contact.distance
     (bp, bt, bvf), (ba, bb, bee) = _all_gaps(x, edges, tris)
     vf_bound = d + budget[bp] + budget[tris[bt]].max(axis=1) + \
         allowance[cluster[bp][:, None], cluster[tris[bt]]].max(axis=1)
@@ -231,7 +231,7 @@ def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatc
     and random (symmetric) drift allowances between clusters, it lists exactly the pairs whose
     gap is within d plus their features' largest budgets plus the largest allowance of the cluster
     pairs they span, however the search spreads the allowances over the two sides."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", 8)
     d = 0.02
@@ -243,7 +243,7 @@ def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatc
     c = contact.stats["clusters"]
     allowance = np.triu(rng.uniform(0.0, 4.0, (c, c)) * d * (rng.random((c, c)) < 0.5), 1)
     allowance += allowance.T
-    p, t, vf_gap, a, b, ee_gap = contact._near(x, budget, allowance)
+    p, t, vf_gap, a, b, ee_gap = contact.search.near(x, budget, allowance)
     (vf, vf_gaps), (ee, _) = _within_bounds(contact, x, budget, allowance)
     assert set(zip(p.tolist(), t.tolist(), strict=True)) == vf
     assert set(zip(a.tolist(), b.tolist(), strict=True)) == ee
@@ -254,7 +254,7 @@ def test_the_search_lists_every_pair_within_its_budgets_and_allowance(monkeypatc
 def _touching_brute(contact, x0, x1, changed):
     """Brute force: {(4 vertex ids)} of every vertex-triangle and edge-edge pair with a vertex of
     changed (n,) bool that touches on the paths x0 -> x1 (exact continuous tests of all pairs)."""
-    from cloth_addon.core.ccd import edge_edge_toi, vertex_triangle_toi
+    from cloth_addon.core.contact.ccd import edge_edge_toi, vertex_triangle_toi
 
     features = contact.model.contact_features
     tris, edges = features.triangles, features.edges
@@ -292,7 +292,7 @@ def test_the_continuous_tests_find_every_touching_pair(seed):
     changed = rng.random(len(x0)) < 0.5
     expected = _touching_brute(contact, x0, x1, changed)
     assert len(expected) > 50
-    assert {tuple(row) for row in contact._swept_touching(x0, x1, changed).tolist()} == expected
+    assert {tuple(row) for row in contact._touching(x0, x1, changed).tolist()} == expected
 
 
 def _folded_sheet(gap):
@@ -338,11 +338,11 @@ def _missed(contact, x):
     leaves out: (count, count)."""
     features = contact.model.contact_features
     vf, ee = _close_pairs(x, features.edges, features.triangles, contact.distance)
-    missed = len(vf - set(zip(*(v.tolist() for v in contact.vf), strict=True)))
-    missed += len(ee - set(zip(*(v.tolist() for v in contact.ee), strict=True)))
-    p, t, a, b = contact._shortlist(x)
-    vf_rest = set(contact._vf_excluded.tolist())
-    ee_rest = set(contact._ee_excluded.tolist())
+    missed = len(vf - set(zip(*(v.tolist() for v in contact.candidates.vf), strict=True)))
+    missed += len(ee - set(zip(*(v.tolist() for v in contact.candidates.ee), strict=True)))
+    p, t, a, b = contact.broad.shortlist(x)
+    vf_rest = set(contact.neighbourhood.vf.tolist())
+    ee_rest = set(contact.neighbourhood.ee.tolist())
     vf = {(i, j) for i, j in vf if i * len(features.triangles) + j not in vf_rest}
     ee = {(i, j) for i, j in ee if i * len(features.edges) + j not in ee_rest}
     unlisted = len(vf - set(zip(p.tolist(), t.tolist(), strict=True)))
@@ -357,7 +357,7 @@ def test_candidates_follow_clusters_that_drift_apart(monkeypatch, kind, size):
     or turning over another keeps its own pairs: brute force, at the end and along the path of every
     step (where the continuous check relies on them), every pair closer than the gap is a candidate,
     and the proximity shortlist at the end has every such pair."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", size)
     d = 0.02
@@ -383,10 +383,11 @@ def test_clusters_drifting_apart_grow_their_allowance_and_keep_every_pair_within
     its clusters drift apart from their neighbours, whose allowances grow and whose features are
     searched again, without a rebuild. After every substep the candidates hold every pair within
     the bounds they are kept for (brute force, at their reference)."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import broad_phase
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", 4)
-    monkeypatch.setattr(self_contact, "REBUILD", 0.6)
+    monkeypatch.setattr(broad_phase, "REBUILD", 0.6)
     d = 0.02
     flat, faces, vertices, upper = _folded_sheet(0.8 * d)
     contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
@@ -397,9 +398,10 @@ def test_clusters_drifting_apart_grow_their_allowance_and_keep_every_pair_within
         x1 = vertices + rng.normal(0.0, 0.02 * d, vertices.shape)
         x1[patch, 0] += 0.3 * d * step * (1 + step / 6)
         contact.prepare(x0, x1)
-        (vf, _), (ee, _) = _within_bounds(contact, contact._reference, contact._budget, contact._allowance)
-        listed_vf = list(zip(*(v.tolist() for v in contact.vf), strict=True))
-        listed_ee = list(zip(*(v.tolist() for v in contact.ee), strict=True))
+        broad = contact.broad
+        (vf, _), (ee, _) = _within_bounds(contact, broad.reference, broad.budget, broad.allowance)
+        listed_vf = list(zip(*(v.tolist() for v in contact.candidates.vf), strict=True))
+        listed_ee = list(zip(*(v.tolist() for v in contact.candidates.ee), strict=True))
         assert vf <= set(listed_vf) and ee <= set(listed_ee), step
         # each pair once: a pair found by both searches of a growth is not added twice
         assert len(set(listed_vf)) == len(listed_vf) and len(set(listed_ee)) == len(listed_ee), step
@@ -412,12 +414,14 @@ def test_the_cluster_test_fails_when_clusters_may_drift_without_limit(monkeypatc
     """The test above has teeth: with the drift of two clusters' reference motions left unchecked
     (every limit infinite), a layer sliding over or falling onto another soon has close pairs that
     are no candidates."""
-    from cloth_addon.core import self_contact
+    from cloth_addon.core.contact.self_contact import contact as self_contact
 
     monkeypatch.setattr(self_contact, "CLUSTER", 8)
-    fit = SelfContact._fit
-    monkeypatch.setattr(SelfContact, "_fit", lambda self, budget, allowance, apart=None: (
-        fit(self, budget, allowance, apart)[0], np.full((self._c, self._c), np.inf)))
+    from cloth_addon.core.contact.self_contact.broad_phase import BroadPhase
+
+    fit = BroadPhase.fit
+    monkeypatch.setattr(BroadPhase, "fit", lambda self, budget, allowance, apart=None: (
+        fit(self, budget, allowance, apart)[0], np.full((self.clusters.count, self.clusters.count), np.inf)))
     d = 0.02
     flat, faces, vertices, upper = _folded_sheet((4.0 if kind == "land" else 0.6) * d)
     contact = SelfContact(Simulation(flat, faces).model, d, 0.0)

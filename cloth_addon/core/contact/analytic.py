@@ -5,7 +5,8 @@ the solvers then see the corrected motion as velocity. Friction is Coulomb-like 
 positions: the tangential part of this step's motion is cut by friction * penetration
 depth (static when the whole slide is below that).
 
-Every collider has `project(positions, previous, movable, margin, friction)`:
+Besides the Collider interface (collider.py), each has `project(positions, previous, movable,
+margin, friction)`:
   positions, previous: (n, 3) float64, m, this and the last substep (positions is edited in place);
   movable: (n,) bool, particles the collider may move (pinned ones are not);
   margin: m, cloth thickness added to the collider's own; friction: used where the
@@ -14,29 +15,12 @@ Every collider has `project(positions, previous, movable, margin, friction)`:
 
 import numpy as np
 
-from .geometry import gather, push_features, row_min, vector_lengths
+from ..geometry import gather, row_min, vector_lengths
+from .collider import Collider
+from .friction import apply_friction, friction_coefficient
 
 
-def friction_coefficient(collider, friction) -> float:
-    """The coefficient a `project` call applies: none when called with friction=None (the contact
-    stage applies Coulomb friction itself), else the collider's own or, without one, `friction`."""
-    if friction is None:
-        return 0.0
-    return collider.friction if collider.friction is not None else friction
-
-
-def _apply_friction(positions, previous, hit, normal, depth, friction):
-    """Cut the tangential displacement of contact particles by friction * depth."""
-    if friction <= 0.0 or not np.any(hit):
-        return
-    disp = positions[hit] - previous[hit]
-    tangent = disp - np.einsum("ij,ij->i", disp, normal)[:, None] * normal
-    slide = vector_lengths(tangent)
-    cut = np.minimum(1.0, friction * depth / np.maximum(slide, 1e-300))
-    positions[hit] -= tangent * cut[:, None]
-
-
-class PlaneCollider:
+class PlaneCollider(Collider):
     """Half-space {x : (x - point) . normal < thickness} that particles are pushed out of.
 
     point: (3,) m, any point on the surface; normal: (3,) pointing to the free side;
@@ -49,6 +33,16 @@ class PlaneCollider:
         self.normal = normal
         self.thickness = float(thickness)
         self.friction = friction
+
+    def pose(self) -> np.ndarray:
+        return np.array(self.point, dtype=np.float64)
+
+    def move_to(self, pose) -> None:
+        self.point = pose
+
+    def resolve(self, x, x0, movable, margin, sweep_from=None, features=None, inv_mass=None,
+                friction=0.0) -> None:
+        self.project(x, x0, movable, margin, None)
 
     def project(self, positions, previous, movable, margin=0.0, friction=0.0):
         normal = np.asarray(self.normal, dtype=np.float64)
@@ -65,7 +59,7 @@ class PlaneCollider:
         depth = -offset[hit]
         positions[hit] += depth[:, None] * normal
         mu = friction_coefficient(self, friction)
-        _apply_friction(positions, previous, hit, np.broadcast_to(normal, (int(hit.sum()), 3)), depth, mu)
+        apply_friction(positions, previous, hit, np.broadcast_to(normal, (int(hit.sum()), 3)), depth, mu)
 
     def gaps(self, positions, margin):
         """(n,) m signed distances of the particles from the plane's reach (negative inside), and
@@ -88,7 +82,7 @@ class PlaneCollider:
         return rows, np.broadcast_to(normal, (len(rows), 3)), moved
 
 
-class SphereCollider:
+class SphereCollider(Collider):
     """Solid ball: particles closer than radius + thickness to `center` go to its surface.
 
     center: (3,) m (reassign it to move the ball); radius, thickness: m; friction or None.
@@ -101,6 +95,16 @@ class SphereCollider:
         self.radius = float(radius)
         self.thickness = float(thickness)
         self.friction = friction
+
+    def pose(self) -> np.ndarray:
+        return np.array(self.center, dtype=np.float64)
+
+    def move_to(self, pose) -> None:
+        self.center = pose
+
+    def resolve(self, x, x0, movable, margin, sweep_from=None, features=None, inv_mass=None,
+                friction=0.0) -> None:
+        self.project(x, x0, movable, margin, None, features=features)
 
     def project(self, positions, previous, movable, margin=0.0, friction=0.0, features=None):
         """features: optional model.contact_features; its edges are kept out of the ball too."""
@@ -122,7 +126,7 @@ class SphereCollider:
         normal[~away] = (0.0, 0.0, 1.0)  # a particle at the very centre leaves upwards
         positions[hit] = center + normal * reach
         mu = friction_coefficient(self, friction)
-        _apply_friction(positions, previous, hit, normal, reach - d, mu)
+        apply_friction(positions, previous, hit, normal, reach - d, mu)
 
     @staticmethod
     def _push_edges(positions, features, movable, center, reach, dist):
@@ -172,3 +176,24 @@ class SphereCollider:
         rows = np.flatnonzero((dist <= self.radius + self.thickness + margin) & movable & (dist > 1e-12))
         moved = None if start is None else np.broadcast_to(center - start, (len(rows), 3))
         return rows, offset[rows] / dist[rows, None], moved
+
+
+def push_features(positions, who, weights, normal, depth, movable):
+    """Move k features (edges, triangles) so that their point with barycentric `weights` goes
+    `depth` further along `normal`, in place.
+
+    positions: (n, 3) m; who: (k, m) int vertex ids; weights: (k, m) barycentric weights;
+    normal: (k, 3) unit; depth: (k,) m; movable: (n,) bool. The shares follow the inelastic
+    projection of a point on the feature (weights over their sum of squares), fixed vertices
+    passing their share to the others; several features at one vertex are averaged (Jacobi)."""
+    weights = weights * movable[who]
+    denom = np.einsum("ij,ij->i", weights, weights)
+    ok = denom > 1e-12
+    if not np.any(ok):
+        return
+    step = (weights[ok] * (depth[ok] / denom[ok])[:, None])[:, :, None] * normal[ok][:, None, :]
+    index = who[ok].ravel()
+    count = np.bincount(index, minlength=len(positions)).astype(np.float64)
+    for axis in range(3):
+        total = np.bincount(index, step[:, :, axis].ravel(), len(positions))
+        positions[:, axis] += total / np.maximum(count, 1.0)

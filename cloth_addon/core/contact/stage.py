@@ -43,11 +43,10 @@ friction otherwise, and a moving collider carries the cloth along.
 
 import numpy as np
 
-from .colliders import PlaneCollider, SphereCollider
-from .geometry import gather, vector_lengths
-from .mesh_collider import MeshCollider
+from ..geometry import gather, vector_lengths
+from ..solvers.base import IterationContact
+from .collider import as_collider
 from .self_contact import PASSES, SelfContact
-from .solvers.base import IterationContact
 
 # Friction acts on particles this close to a collider's reach, as a fraction of the median edge
 # length: edge contacts lift a cloth's vertices a little off a curved or sharp body (by the sag of
@@ -66,6 +65,10 @@ CONTACT_MEMORY = 0.9
 # Rounds of vertex projections after which two colliders that push a vertex back and forth (the
 # wedge between a ball and the floor) are left to the next substep (ContactStage._agree).
 AGREE_ROUNDS = 4
+
+# The proximity passes of a substep stop once one has moved no coordinate of any vertex by more than
+# this fraction of the self-contact gap.
+PASS_TOLERANCE = 1e-3
 
 # How far beyond the first iterate's motion (doubled) a mesh collider's candidates reach, as a
 # fraction of the median edge length (ContactStage._prepare_meshes). Also covers the friction band.
@@ -101,27 +104,6 @@ def _two_contacts(x, colliders, movable, margin) -> bool:
     return True
 
 
-def _pose(collider):
-    """What moves a collider, as an array (None for collider kinds the stage does not move)."""
-    if isinstance(collider, SphereCollider):
-        return np.array(collider.center, dtype=np.float64)
-    if isinstance(collider, PlaneCollider):
-        return np.array(collider.point, dtype=np.float64)
-    if isinstance(collider, MeshCollider):
-        return collider.vertices
-    return None
-
-
-def _set_pose(collider, pose):
-    if isinstance(collider, SphereCollider):
-        collider.center = pose
-    elif isinstance(collider, PlaneCollider):
-        collider.point = pose
-    elif isinstance(collider, MeshCollider):
-        if pose is not collider.vertices:
-            collider.update(pose)
-
-
 class ContactStage:
     """Contact of one Simulation. The stage holds no settings of its own: every substep reads the
     Simulation's colliders, settings and self-contact distance afresh."""
@@ -131,7 +113,6 @@ class ContactStage:
         self._poses = {}  # id(collider) -> (collider, pose at the end of the last frame)
         self._self = None
         self._frame = []
-        self._projected = {}
         self._push = None  # (n, 3) contact forces carried to the next substep, or None
         self._iterating = None  # this substep's IterationContact, whose push finish carries on
 
@@ -146,13 +127,10 @@ class ContactStage:
         """Remember where every collider starts this frame and where the user put it for its end."""
         frame = []
         seen = {}
-        for collider in self.sim.colliders:
-            end = _pose(collider)
-            if isinstance(collider, MeshCollider):
-                start = collider.previous_vertices  # its own record: where the last frame left it
-            else:
-                known = self._poses.get(id(collider))
-                start = known[1] if known is not None and known[0] is collider else end
+        for collider in map(as_collider, self.sim.colliders):
+            end = collider.pose()
+            known = self._poses.get(id(collider))
+            start = collider.sweep_start(known[1] if known is not None and known[0] is collider else end)
             if start is not None and end is not None and np.shape(start) != np.shape(end):
                 start = end
             frame.append((collider, start, end))
@@ -161,7 +139,6 @@ class ContactStage:
         self._frame = frame
         self._substeps = substeps
         self._sweep = {}
-        self._projected = {}  # id(mesh collider) -> (what it projected against, what it returned)
 
     def begin_substep(self, sub: int) -> None:
         """Put the colliders where they are at the end of substep `sub` (1-based), remembering where
@@ -171,9 +148,9 @@ class ContactStage:
                 continue
             pose = self._between(start, end, sub)
             self._sweep[id(collider)] = self._between(start, end, sub - 1)
-            _set_pose(collider, pose)
-            if isinstance(collider, MeshCollider) and sub == self._substeps:
-                collider.previous_vertices = collider.vertices
+            collider.move_to(pose)
+            if sub == self._substeps:
+                collider.frame_done()
 
     def _between(self, start, end, sub):
         if start is end or sub == self._substeps:
@@ -191,32 +168,30 @@ class ContactStage:
             return None
         movable = ~self.sim.model.pinned
         margin = self.sim.settings.collision_distance
+        colliders = [as_collider(body) for body in self.sim.colliders]
         prepared = []
 
         def project(x):
             if not prepared:
-                self._prepare_meshes(x0, x, movable, margin)
+                self._prepare(x0, x, movable, margin)
                 prepared.append(True)
             # vertices only: the solver's next iterate moves them again; features are resolved
             # once the solver is done (finish)
-            for collider in self.sim.colliders:
+            for collider in colliders:
                 self._project(collider, x, x0, movable, margin, None)
 
         carried = None if self._push is None else CONTACT_MEMORY * self._push
         self._iterating = IterationContact(project, carried)
         return self._iterating
 
-    def _prepare_meshes(self, x0, x, movable, margin) -> None:
-        """Once a substep, on the solver's first iterate x: every mesh collider looks up the
-        triangles near each particle's start x0, far enough for the rest of the substep."""
+    def _prepare(self, x0, x, movable, margin) -> None:
+        """Once a substep, on the solver's first iterate x: every collider's broad phase, around
+        each particle's start x0, far enough for the rest of the substep."""
         # The first iterate's motion, doubled, plus a slack for what the later iterations add; a
         # particle that still goes farther is looked up afresh by the collider.
         motion = 2.0 * vector_lengths(x - x0) + _CANDIDATE_SLACK * self.sim.model.median_edge_length
-        for collider in self.sim.colliders:
-            if isinstance(collider, MeshCollider):
-                # a projection looks step + 2 reach around its end, itself up to `motion` from x0
-                reach = collider.thickness + margin
-                collider.prepare(x0, 2.0 * (motion + reach), movable, self._sweep.get(id(collider)))
+        for collider in map(as_collider, self.sim.colliders):
+            collider.prepare(x0, motion, margin, movable, self._sweep.get(id(collider)))
 
     # -- after the solver --------------------------------------------------------------------------------
     def finish(self, x0, x1, y) -> None:
@@ -227,17 +202,24 @@ class ContactStage:
         margin = settings.collision_distance
         features = sim.model.contact_features if sim.solver.contact_features else None
         contact = self._self_contact() if settings.self_collision else None
-        for collider in sim.colliders:
+        colliders = [as_collider(body) for body in sim.colliders]
+        for collider in colliders:
             self._project(collider, x1, x0, movable, margin, features)
         if contact is not None:
             # checked where the colliders put the cloth: the passes below move it little
             # (a pass may still move a vertex out of the candidates' reach: proximity then misses
             # a pair for this substep, which only the guarantee below must not)
             contact.prepare(x0, x1)
+            # the passes stop once one moves no vertex by more than PASS_TOLERANCE of the gap: the
+            # layers have found their places, and another pass would measure the same pairs again
+            tolerance = PASS_TOLERANCE * contact.distance
             for _ in range(PASSES):
+                before = x1.copy()
                 contact.separate(x1, x0)
-                for collider in sim.colliders:
+                for collider in colliders:
                     self._project(collider, x1, x0, movable, margin, features)
+                if not np.abs(x1 - before).max(initial=0.0) > tolerance:
+                    break
         held, normal, surface = self._friction(x0, x1, y, movable, margin)
         self._agree(x1, x0, movable, margin)
         self._carry(x0, y, held, normal, surface)
@@ -259,7 +241,7 @@ class ContactStage:
         a, b >= 0 (two constraints, their 2 x 2 Gram system). Mesh colliders project in turn.
         At most AGREE_ROUNDS rounds (the ball's curvature leaves a remainder to a second).
         """
-        colliders = self.sim.colliders
+        colliders = [as_collider(body) for body in self.sim.colliders]
         if len(colliders) < 2:
             return
         analytic = [c for c in colliders if hasattr(c, "gaps")]
@@ -302,26 +284,11 @@ class ContactStage:
         self._push = carried
 
     def _project(self, collider, x, x0, movable, margin, features):
-        """Project x out of one collider (no friction: finish applies it once per substep)."""
-        if isinstance(collider, MeshCollider):
-            sweep = self._sweep.get(id(collider))
-            key = (x0, sweep, collider.vertices, margin)
-            last = self._projected.get(id(collider))
-            # The solver's last iterate comes to finish as this collider left it, and a projection
-            # does not move its own result again (but for rounding, or a particle between two faces
-            # of a concave corner, which the next substep's iterations take up).
-            skip = (last is not None and all(a is b for a, b in zip(last[0], key, strict=True))
-                    and np.array_equal(last[1], x))
-            if not skip:
-                collider.project(x, x0, movable, margin, None, sweep_from=sweep)
-                self._projected[id(collider)] = (key, x.copy())
-            if features is not None:
-                mu = self.sim.settings.friction if collider.friction is None else collider.friction
-                collider.feature_contacts(x, x0, self.sim.model.inv_mass, margin, features, mu, sweep)
-        elif isinstance(collider, SphereCollider):
-            collider.project(x, x0, movable, margin, None, features=features)
-        else:
-            collider.project(x, x0, movable, margin, None)
+        """Keep x out of one collider (no friction on vertex contacts: finish applies it once per
+        substep; feature contacts carry their own)."""
+        mu = self.sim.settings.friction if collider.friction is None else collider.friction
+        collider.resolve(x, x0, movable, margin, self._sweep.get(id(collider)), features,
+                         self.sim.model.inv_mass, mu)
 
     def _self_contact(self) -> SelfContact:
         key = (self.sim.self_collision_distance, self.sim.settings.friction)
@@ -348,12 +315,12 @@ class ContactStage:
         held = np.zeros(len(x1), dtype=bool)
         normals, surfaces = np.zeros_like(x1), np.zeros_like(x1)
         for collider, _, _ in self._frame:
-            mu = getattr(collider, "friction", None)
-            mu = default if mu is None else mu
-            if not hasattr(collider, "contact_normals"):
-                continue
+            mu = default if collider.friction is None else collider.friction
             band = margin + _FRICTION_BAND * self.sim.model.median_edge_length + 1e-9
-            rows, normal, surface = collider.contact_normals(x1, band, movable, self._sweep.get(id(collider)))
+            touching = collider.contact_normals(x1, band, movable, self._sweep.get(id(collider)))
+            if touching is None:
+                continue
+            rows, normal, surface = touching
             held[rows] = True
             normals[rows] = normal
             surface = 0.0 if surface is None else surface  # the collider's motion over the substep

@@ -21,7 +21,8 @@ middle and end.
 
 import numpy as np
 
-from .geometry import closest_points, cross, row_all, row_max, segment_gap
+from ..geometry import cross, row_all, row_max
+from .distance import closest_points, segment_gap
 
 # Bisection steps: the root's position is known to 2^-BISECTIONS of the substep.
 BISECTIONS = 40

@@ -37,7 +37,8 @@ vertices' motion, so that a call measures only the pairs that may have come near
 """
 import numpy as np
 
-from . import geometry
+from ... import geometry
+from .. import distance, sphere_search
 
 # Edges whose adjacent faces' normals differ by more than this (rad) are sharp. A UV sphere of 14
 # or more segments stays below it (its faceting is not a feature: the faces hold the cloth there),
@@ -215,7 +216,7 @@ class SharpFeatures:
             self._pieces = (owner, cKDTree(self.a[owner] + mid[:, None] * self.d[owner]),
                             float((0.5 * length / pieces).max()))
         owner, tree, half = self._pieces
-        rows, piece = geometry.ball_pairs(tree, points, radius + half)
+        rows, piece = sphere_search.ball_pairs(tree, points, radius + half)
         key = np.unique(rows * len(self.edge_ends) + owner[piece])
         return key // len(self.edge_ends), key % len(self.edge_ends)
 
@@ -230,7 +231,7 @@ class SharpFeatures:
         else:
             from scipy.spatial import cKDTree
 
-            rows, corner = geometry.ball_pairs(cKDTree(self.corner), points, radius)
+            rows, corner = sphere_search.ball_pairs(cKDTree(self.corner), points, radius)
         gap = points[rows] - self.corner[corner]
         gap = np.einsum("ij,ij->i", gap, gap)
         keep = gap <= radius[rows] ** 2
@@ -384,7 +385,7 @@ class SharpFeatures:
         inside(points (m, 3)) -> (m,) bool: which points are inside the collider's body."""
         p, q = ends[:, 0], ends[:, 1]
         a, d = self.a[sharp], self.d[sharp]
-        g, s, t = geometry.segment_gap(p, q, a, a + d)
+        g, s, t = distance.segment_gap(p, q, a, a + d)
         measured = np.sqrt(np.einsum("ij,ij->i", g, g))
         near = np.flatnonzero((s > 0.0) & (s < 1.0) & (t > 0.0) & (t < 1.0)
                               & (measured <= np.maximum(reach, depth_limit)))

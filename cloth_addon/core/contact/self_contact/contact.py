@@ -1,0 +1,137 @@
+"""SelfContact: the cloth's layers kept a gap apart, and never passing through each other.
+
+Per substep, with x0 the (crossing-free) start and x1 the solver's end, the contact stage calls:
+
+1. `prepare`: candidate pairs that hold for the substep (broad_phase.py, kept over substeps while
+   they hold; the pair searches in feature_search.py, the clusters whose motion the bounds
+   follow in clusters.py, the pairs as one value in candidates.py).
+2. `separate` (a few passes, interleaved with the colliders by the contact stage): pairs closer
+   than the gap d at the end, measured exactly (narrow_phase.py), pushed apart along the side
+   they were on at the start (response.py). Pairs already closer than d in the rest shape are
+   the cloth's own neighbourhood and are left alone.
+3. `untangle`: the guarantee (zones.py): every pair that touches during the substep, found by
+   continuous collision detection (narrow_phase.py, ccd.py), is resolved by rigid impact zones,
+   and what still touches stays where it started. A substep that starts without crossings ends
+   without them.
+"""
+
+import numpy as np
+
+from .. import sphere_search
+from . import narrow_phase, response
+from .broad_phase import BroadPhase
+from .candidates import Neighbourhood
+from .clusters import Clusters
+from .feature_search import FeatureSearch
+from .zones import ImpactZones
+
+# Proximity passes per substep (each followed by the colliders).
+PASSES = 3
+# Vertices per cluster (at most): the rest shape is cut into clusters of about this many, each
+# with its own reference motion; larger ones on a cloth of more than CLUSTER * MAX_CLUSTERS
+# vertices (the drifts between clusters are (c, c) tables, built every substep).
+CLUSTER = 32
+MAX_CLUSTERS = 1024
+# Touch tolerance of the continuous test, as a fraction of the gap (and never below 1 um).
+TOUCH = 1e-3
+
+
+class SelfContact:
+    """Self-contact of one ClothModel (and of several cloth objects simulated as one model).
+
+    distance: m, the gap kept between layers; friction: Coulomb coefficient between layers;
+    parts: for several cloth objects, (label (n,) int, own (k,) bool): each vertex's object and
+    whether that object's own layers collide (None: every pair of features can be a contact).
+    stats: counters of the last substeps (candidate pairs vf and ee, builds, zones, ...).
+    """
+
+    def __init__(self, model, distance: float, friction: float, parts=None):
+        if not distance > 0.0:
+            raise ValueError(f"self-contact distance must be > 0, got {distance!r}")
+        self.model = model
+        self.distance = float(distance)
+        self.friction = float(friction)
+        self.edges, self.triangles, _ = model.contact_features
+        size = max(CLUSTER, -(-model.n_particles // MAX_CLUSTERS))
+        clusters = Clusters(model, self.triangles, self.edges, size)
+        self.search = FeatureSearch(model.n_particles, self.triangles, self.edges, self.distance, clusters,
+                                    parts)
+        self.neighbourhood = self._rest_neighbourhood()
+        self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "pins_held": 0,
+                      "clusters": clusters.count}
+        self.broad = BroadPhase(self.search, self.neighbourhood, self.stats)
+        self.zones = ImpactZones(model, self._touching, self.stats)
+
+    @property
+    def clusters(self) -> Clusters:
+        return self.search.clusters
+
+    def _rest_neighbourhood(self) -> Neighbourhood:
+        """Pairs already closer than the gap in the rest shape: the cloth's own neighbourhood,
+        which proximity must not push apart (continuous detection still watches them)."""
+        rest, d = self.model.rest_positions, self.distance
+        vf_p, vf_t, vf_gap, ea, eb, ee_gap = self.search.near(rest, np.zeros(len(rest)))
+        close_vf, close_ee = vf_gap < d, ee_gap < d
+        return Neighbourhood(np.sort(vf_p[close_vf] * max(len(self.triangles), 1) + vf_t[close_vf]),
+                             np.sort(ea[close_ee] * max(len(self.edges), 1) + eb[close_ee]),
+                             len(self.triangles), len(self.edges))
+
+    @property
+    def candidates(self):
+        """The kept candidates.Candidates, or None before the first `prepare`."""
+        return self.broad.candidates
+
+    def prepare(self, x0, x1) -> None:
+        """Candidates that hold for the substep x0 -> x1 (n, 3); if they cannot be listed within
+        memory, x1 is set back to x0 (this substep does not move the cloth)."""
+        try:
+            self.broad.cover(x0, x1)
+        except sphere_search.TooManyPairs:
+            self._hold(x0, x1)
+
+    def _hold(self, x0, x1) -> None:
+        """The last resort: every free vertex stays where the substep started, in place on x1."""
+        free = self.model.inv_mass > 0.0
+        x1[free] = x0[free]
+        self.stats["held"] = self.stats.get("held", 0) + 1
+
+    def separate(self, x, x0) -> None:
+        """One proximity pass, in place on x (n, 3): pairs closer than the gap pushed apart to it,
+        on the side they were on at x0, with friction on their relative sliding."""
+        if self.broad.reference is None:
+            return  # no candidates: the first search did not fit in memory, and the substep held
+        d = self.distance
+        p, t, a, b = self.broad.shortlist(x)
+        found = []
+        if len(p):
+            found.append(narrow_phase.vf_contacts(x, x0, p, self.triangles[t], d))
+        if len(a):
+            found.append(narrow_phase.ee_contacts(x, x0, self.edges, a, b, d))
+        pushes = [response.push(x, x0, contacts, self.model.inv_mass, self.friction)
+                  for contacts in found if contacts is not None]
+        pushes = [step for step in pushes if step is not None]
+        if pushes:
+            index, vectors = (np.concatenate(column) for column in zip(*pushes, strict=True))
+            x += response.scatter(index, vectors, len(x))
+
+    def _touching(self, x0, x1, changed=None):
+        """(k, 4) vertices of the pairs that touch during x0 -> x1: among the candidates (changed
+        None), or those with a vertex of changed (n,) bool, searched afresh."""
+        tol = max(TOUCH * self.distance, 1e-6)
+        if changed is not None:
+            return narrow_phase.swept_touching(self.search, x0, x1, changed, tol)
+        if self.broad.reference is None:
+            return np.zeros((0, 4), dtype=np.int64)  # as in separate
+        return narrow_phase.touching(self.broad, x0, x1, tol)
+
+    def untangle(self, x0, x1, held=None) -> int:
+        """Make x0 -> x1 free of crossings, in place on x1 (n, 3); x0 must be crossing-free.
+
+        held: optional (n,) bool, vertices a collider holds: a zone holding some translates as
+        they do on average (a zone landing on the floor stops with it, not pushed into it).
+        Returns how many vertices ended in impact zones."""
+        try:
+            return self.zones.untangle(x0, x1, held)
+        except sphere_search.TooManyPairs:  # the zones flung the cloth about: the substep is undone
+            self._hold(x0, x1)
+            return 0
