@@ -1,7 +1,7 @@
 """`python build.py bench --buckling`: cloth compressed in its own plane must buckle and fold.
 
 Three scenes, each exactly symmetric as a user makes it (no noise of the bench's own: the only
-perturbation is the one every Simulation gives a fresh state, docs/PHYSICS.md §8), self-collision
+perturbation is the one every Simulation gives a fresh state, docs/PHYSICS.md §9), self-collision
 off, played with ours at the defaults, with each option tried on the way there, with Newton's method
 and with Blender's Cloth modifier at its defaults (the same scene built in the real Blender):
     strip     the pile's strip (8 x 60, 0.4 x 3.0 m) standing on its edge 0.1 m above the floor,

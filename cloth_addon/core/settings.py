@@ -108,7 +108,7 @@ class Settings:
                        shear stiffness, in [0, 1]: cloth resists stretching and barely resists
                        being squeezed along itself, it buckles (woven cotton 0.3; 1 resists both
                        alike, as rubber does; 0 does not resist at all). Every solver honours it
-                       (docs/PHYSICS.md §8).
+                       (docs/PHYSICS.md §9).
     imperfection:      the deterministic nudge every fresh state gets at its first step, as a
                        fraction of the median edge length (Simulation._add_imperfection): what
                        lets exactly symmetric input (a flat sheet squeezed in its plane, a strip

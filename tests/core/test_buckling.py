@@ -1,4 +1,4 @@
-"""Cloth compressed in its own plane buckles and folds, at the default settings (docs/PHYSICS.md §8).
+"""Cloth compressed in its own plane buckles and folds, at the default settings (docs/PHYSICS.md §9).
 
 The scenes are exactly symmetric, as a user makes them: only the fresh state's imperfection
 (Settings.imperfection) breaks the symmetry. Bounds: the strip's highest vertex at most 2x where

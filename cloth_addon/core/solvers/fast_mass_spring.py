@@ -154,7 +154,7 @@ class FastMassSpringSolver(InertialSolver):
         """Local step: (3, s) vectors d_i along p_i1 - p_i2 (delta, (3, s), reused): of rest length
         for a stretched spring; for a compressed one, of its length l plus compression * (r - l),
         the target whose pull through the matrix's full stiffness k is the spring's own force,
-        compression * k * (r - l) (the matrix stays the one factorisation; see docs/PHYSICS.md §8).
+        compression * k * (r - l) (the matrix stays the one factorisation; see docs/PHYSICS.md §9).
 
         damped_length: (s,) m, the damping springs' rest lengths times their scale (see
         _refactor), whose targets along the same direction are added to d_i.

@@ -1,5 +1,5 @@
 """One Newton step per vertex on the implicit Euler objective, after the fast solver's iterations
-(docs/PHYSICS.md §8): what makes the cloth buckle and fold at two iterations.
+(docs/PHYSICS.md §9): what makes the cloth buckle and fold at two iterations.
 
 The local/global iterations are a gradient descent preconditioned with M + h^2 L, which gives
 every spring its stiffness k in every direction, across the spring as along it. The local step
