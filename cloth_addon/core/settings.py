@@ -70,7 +70,8 @@ class Settings:
                        docs/PHYSICS.md.
     dt:                frame length, s (1/24 for 24 fps). `Simulation.step(1)` advances dt.
     substeps:          solver steps per frame (h = dt / substeps), >= 1.
-    iterations:        relaxation passes (verlet) or local/global iterations (fast_mass_spring)
+    iterations:        relaxation passes (verlet) or local/global iterations (fast_mass_spring,
+                       each substep then ends with one vertex Newton step: docs/PHYSICS.md §9)
                        or Newton iterations per substep, >= 1.
     gravity:           (3,) m/s^2, world space; Z up by default.
     density:           kg/m^2 of cloth surface; lumped onto the vertices of each face.

@@ -107,6 +107,12 @@ class FastMassSpringSolver(InertialSolver):
         self.extra_iterations = 0  # iterations run beyond `iterations` for contacts (CONTACT_EXTRA)
         # the step after the iterations that lets the cloth buckle (vertex_newton.py); None skips it
         self.vertex_newton = VertexNewton(model, self.h, self.springs, incidence[:, self.free])
+        # (3s,) work rows the iterations reuse for p_i1 - p_i2 and the targets made from them: two
+        # that the iterations take in turn (the last one's targets outlive it, for the vertex
+        # step), two for the vertex step. Allocated once: arrays this large come from the
+        # operating system page by page, which cost more than the arithmetic done in them.
+        self._rows = [np.empty(3 * s) for _ in range(4)]
+        self._rhs = np.empty(3 * len(self.free))
         self._dirty = True
 
     def set_active(self, active: np.ndarray) -> None:
@@ -182,9 +188,18 @@ class FastMassSpringSolver(InertialSolver):
 
     def right_hand_side(self, targets: np.ndarray, base: np.ndarray, push: np.ndarray | None) -> np.ndarray:
         """(f, 3) M y + h^2 J d (- the pinned particles' coupling, in base) + contact push, from the
-        local step's (3, s) targets d and base ((3f,) coordinate rows, reused: copied here)."""
-        rhs = self.h2_J.add_into(targets.ravel(), base.copy()).reshape(3, -1).T
+        local step's (3, s) targets d and base ((3f,) coordinate rows, left as it is). A view of a
+        buffer the next call reuses."""
+        np.copyto(self._rhs, base)
+        rhs = self.h2_J.add_into(targets.ravel(), self._rhs).reshape(3, -1).T
         return rhs if push is None else rhs + push
+
+    def _spring_vectors(self, xf: np.ndarray, delta_pinned: np.ndarray, buffer: int) -> np.ndarray:
+        """(3, s) p_i1 - p_i2 of every spring at the free particles' xf (f, 3), in work rows
+        `buffer`; delta_pinned: (3s,) the pinned particles' part."""
+        rows = self._rows[buffer]
+        np.copyto(rows, delta_pinned)
+        return self.incidence_free.add_into(xf.T.ravel(), rows).reshape(3, -1)
 
     def advance(self, positions, previous, accel, pin_targets, contact=None, iterations=None,
                 observer=None, start_at_y=False):
@@ -220,7 +235,6 @@ class FastMassSpringSolver(InertialSolver):
             damping = (self.damping_scale * self.model.spring_stiffness[self.springs], start_length)
         x = y if start_at_y else self.predict(positions, previous, 0.0, pin_targets)
         xf = gather(x, free)
-        n_springs = len(self.rest)
 
         def observe(k):
             full = y.copy()
@@ -240,16 +254,17 @@ class FastMassSpringSolver(InertialSolver):
         k = 0
         while k < last:
             k += 1
-            delta = self.incidence_free.add_into(xf.T.ravel(), delta_pinned.copy()).reshape(3, n_springs)
-            targets = self.spring_targets(delta, damped_length)
+            targets = self.spring_targets(self._spring_vectors(xf, delta_pinned, k % 2), damped_length)
             solved = self.solve(self.right_hand_side(targets, base, push))
             new = solved
+            exact = True  # the iterate is the solve's result (the vertex step's gradient uses it)
             # Not while contact forces act: they change from one iteration to the next, and
             # extrapolating along that change set a cloth on a table vibrating.
             if self.chebyshev and k > CHEBYSHEV_DELAY and push is None:
                 first = k == CHEBYSHEV_DELAY + 1
                 omega = 2.0 / (2.0 - self.rho**2) if first else 4.0 / (4.0 - self.rho**2 * omega)
                 new = older + omega * (solved - older)
+                exact = False
             pushed = None
             if contact is not None:
                 full = y.copy()
@@ -267,11 +282,13 @@ class FastMassSpringSolver(InertialSolver):
                         self.extra_iterations += 1
                     pushed = moved * self.mass_f[:, None]
                     push = pushed if push is None else push + pushed
+                    exact = False
                 new = gather(full, free)
             older, xf = xf, new
             if observer is not None:
                 observe(k)
         if self.vertex_newton is not None and k:
+            solved = None if exact else solved
             xf = self._vertex_step(xf, solved, targets, pushed, delta_pinned, damped_length, damping)
         full_push = None
         if push is not None:
@@ -285,8 +302,8 @@ class FastMassSpringSolver(InertialSolver):
 
     def _vertex_step(self, xf, solved, targets, pushed, delta_pinned, damped_length, damping):
         """xf (f, 3) after the vertex Newton step (vertex_newton.py), from the last iteration's
-        solve result (f, 3), its targets (3, s) and the contact forces its projection added
-        ((f, 3) or None).
+        solve result (f, 3; None when xf is exactly it), its targets (3, s) and the contact forces
+        its projection added ((f, 3) or None).
 
         The step needs the objective's gradient at xf. For force-matched targets d(x) it is
         K x - b(d(x)) (K = M + h^2 L, b the right-hand side), and the last solve made
@@ -296,15 +313,17 @@ class FastMassSpringSolver(InertialSolver):
         local step and one product with h^2 J, and a product with K - M only where the iterate
         was moved after its solve (contact, Chebyshev).
         """
-        delta = self.incidence_free.add_into(xf.T.ravel(), delta_pinned.copy()).reshape(3, len(self.rest))
+        delta = self._spring_vectors(xf, delta_pinned, 2)
         length = np.sqrt(np.einsum("ij,ij->j", delta, delta))
-        unit = delta / np.maximum(length, 1e-12)
-        change = targets - self.spring_targets(delta, damped_length)
+        here = self._rows[3].reshape(3, -1)
+        np.copyto(here, delta)
+        # the targets there, then the change since the last solve's (in place)
+        change = np.subtract(targets, self.spring_targets(here, damped_length), out=here)
         gradient = self.h2_J(change.ravel()).reshape(3, -1)
-        moved = xf - solved
-        if np.any(moved):
+        moved = None if solved is None else xf - solved
+        if moved is not None and np.any(moved):
             gradient += self.stiffness_part(np.ascontiguousarray(moved.T).ravel()).reshape(3, -1)
             if pushed is not None:
                 moved = moved - pushed / self.mass_f[:, None]
             gradient += (self.mass_f[:, None] * moved).T
-        return xf - self.vertex_newton.step(gradient, length, unit, self.active, damping).T
+        return xf - self.vertex_newton.step(gradient, length, delta, self.active, damping).T

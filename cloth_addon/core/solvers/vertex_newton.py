@@ -57,6 +57,21 @@ class VertexNewton:
         self.ends = MatVec(sp.block_diag([abs(sp.csr_matrix(incidence_free).T)] * 6))
         self.mass = model.mass[~model.pinned]
         self.diagonal = self.mass
+        # work arrays reused every step (see FastMassSpringSolver._rows)
+        s, f = len(self.rest), len(self.mass)
+        self._weighted = np.empty((3, s))
+        self._entries = np.empty((6, s))
+        self._blocks = np.empty(6 * f)
+        self._active = self._k = None
+
+    def _stiffness(self, active: np.ndarray):
+        """((s,) N/m of the springs that exist, (s,) the same times the compression ratio or None),
+        kept until the springs that exist change (tearing)."""
+        if self._active is None or not np.array_equal(active, self._active):
+            self._active = active.copy()
+            k = np.where(active, self.stiffness, 0.0)
+            self._k = (k, None if self.compression is None else self.compression * k)
+        return self._k
 
     def set_bending(self, bending) -> None:
         """bending: (f, f) the bending matrix over the free particles (torn hinges removed), or
@@ -64,19 +79,20 @@ class VertexNewton:
         bound = 0.0 if bending is None else np.asarray(abs(bending).sum(axis=1)).ravel()
         self.diagonal = self.mass + self.h2 * bound
 
-    def step(self, gradient: np.ndarray, length: np.ndarray, unit: np.ndarray, active: np.ndarray,
+    def step(self, gradient: np.ndarray, length: np.ndarray, delta: np.ndarray, active: np.ndarray,
              damping: tuple | None = None) -> np.ndarray:
         """(3, f) the step D^-1 grad to subtract from the free particles' positions.
 
         gradient: (3, f) grad g at the positions, coordinate rows (kg m); length: (s,) m, the
-        springs' lengths there; unit: (3, s) their directions; active: (s,) bool, springs that
-        still exist; damping: the solver's damping springs as (stiffness (s,) N/m, rest lengths
-        (s,) m: the springs' lengths at the substep's start), or None.
+        springs' lengths there (clamped above 0 in place); delta: (3, s) m, their vectors p_i1 - p_i2;
+        active: (s,) bool, springs that still exist; damping: the solver's damping springs as
+        (stiffness (s,) N/m, rest lengths (s,) m: the springs' lengths at the substep's start), or
+        None.
         """
         stretch = length - self.rest
-        k = np.where(active, self.stiffness, 0.0)
-        if self.compression is not None:
-            k = np.where(stretch < 0.0, self.compression * k, k)
+        k, soft = self._stiffness(active)
+        if soft is not None:
+            k = np.where(stretch < 0.0, soft, k)
         # A force-limited (sewing) spring past its limit has no curvature along itself, and a step
         # sized by the mass alone would carry a seam's ends far past each other before the pull
         # fades as the seam closes: k, the curvature it has once closer, bounds the step instead
@@ -87,17 +103,22 @@ class VertexNewton:
             weight, start = damping
             across += np.maximum(weight * (length - start), 0.0)
             along = along + weight
-        across /= np.maximum(length, 1e-12)
-        # each spring's block (along - across) n n^T + across I, its six distinct entries as rows
-        # (xx, yy, zz, xy, xz, yz)
-        weighted = unit * (along - across)
-        entries = np.empty((6, len(length)))
-        np.multiply(weighted, unit, out=entries[:3])
+        np.maximum(length, 1e-12, out=length)
+        across /= length
+        # each spring's block (along - across) n n^T + across I, n = delta / l, its six distinct
+        # entries as rows (xx, yy, zz, xy, xz, yz)
+        weight = along - across
+        weight /= length
+        weight /= length
+        weighted = np.multiply(delta, weight, out=self._weighted)
+        entries = self._entries
+        np.multiply(weighted, delta, out=entries[:3])
         entries[:3] += across
-        np.multiply(weighted[0], unit[1], out=entries[3])
-        np.multiply(weighted[0], unit[2], out=entries[4])
-        np.multiply(weighted[1], unit[2], out=entries[5])
-        blocks = self.ends(entries.ravel()).reshape(6, -1)
+        np.multiply(weighted[0], delta[1], out=entries[3])
+        np.multiply(weighted[0], delta[2], out=entries[4])
+        np.multiply(weighted[1], delta[2], out=entries[5])
+        self._blocks.fill(0.0)
+        blocks = self.ends.add_into(entries.ravel(), self._blocks).reshape(6, -1)
         blocks *= 2.0 * self.h2
         blocks[:3] += self.diagonal
         return solve_symmetric3(blocks, gradient)
