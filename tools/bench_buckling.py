@@ -49,20 +49,21 @@ class BucklingScene:
 
 
 SCENES = {s.name: s for s in (
-    BucklingScene("strip", 30, 30, ((3.2, -4.4, 1.9), (0.0, 0.0, 0.9))),
-    BucklingScene("tube", 24, 30, ((2.4, -3.2, 1.5), (0.0, 0.0, 0.5))),
-    BucklingScene("squeezed", 24, 48, ((2.2, -2.8, 1.6), (0.0, 0.0, 1.0))),
+    BucklingScene("strip", 30, 30, ((2.0, -2.8, 1.6), (0.0, 0.0, 0.9))),
+    BucklingScene("tube", 24, 30, ((1.2, -1.7, 1.0), (0.0, 0.0, 0.35))),
+    BucklingScene("squeezed", 24, 48, ((1.5, -2.0, 1.5), (0.0, 0.0, 1.05))),
 )}
 
 # (label, Settings changes, whether the vertex Newton step runs): ours at the defaults, then what
-# each part of it does, then the solver as it was before compression and the vertex step
+# each part of it does, then the solver as it was before compression, the vertex step and the
+# imperfection every fresh state gets
 WAYS = (("ours, defaults", {}, True),
         ("ours, no vertex step", {}, False),
         ("ours, compression 1", {"compression": 1.0}, True),
         ("ours, compression 0.1", {"compression": 0.1}, True),
         ("ours, 10 iterations", {"iterations": 10}, True),
-        ("before: compression 1, no vertex step", {"compression": 1.0}, False),
-        ("before, 10 iterations", {"compression": 1.0, "iterations": 10}, False),
+        ("before: compression 1, no vertex step", {"compression": 1.0, "imperfection": 0.0}, False),
+        ("before, 10 iterations", {"compression": 1.0, "iterations": 10, "imperfection": 0.0}, False),
         ("verlet", {"solver": "verlet"}, True),
         ("newton", {"solver": "newton"}, True))
 BEFORE = "before: compression 1, no vertex step"
