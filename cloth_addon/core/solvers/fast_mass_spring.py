@@ -17,6 +17,10 @@ Pinned particles are eliminated from the system (their rows and columns removed,
 positions moved to the right-hand side), so moving pins never refactors. Tearing changes L:
 the solver refactors once, lazily, on the next step. Chebyshev semi-iterative acceleration
 (Wang 2015, docs/PHYSICS.md §5) is applied on top of the plain iterates when Settings.chebyshev is on.
+A compressed spring (Settings.compression) keeps its full k in the matrix; its local target is
+its length l plus compression (r - l), which pulls with the spring's own force. After the
+iterations one Newton step per vertex (vertex_newton.py) lets the cloth buckle and fold, which
+two iterations alone do not (docs/PHYSICS.md §9).
 """
 
 import numpy as np

@@ -100,9 +100,9 @@ class VertexNewton:
         along = k
         across = np.maximum(limited_force(stretch, k, self.limit), 0.0)
         if damping is not None:
-            weight, start = damping
-            across += np.maximum(weight * (length - start), 0.0)
-            along = along + weight
+            damper, start = damping
+            across += np.maximum(damper * (length - start), 0.0)
+            along = along + damper
         np.maximum(length, 1e-12, out=length)
         across /= length
         # each spring's block (along - across) n n^T + across I, n = delta / l, its six distinct
