@@ -68,6 +68,11 @@ def cloth(obj, colour, preset, **settings):
     result = bpy.ops.cloth_addon.make_cloth()
     if result != {"FINISHED"}:
         raise SystemExit(f"make_cloth failed on {obj.name}")
+    # Smooth the simulated cloth for the render, below the cloth stage as an artist would: a
+    # coarse mesh's facets otherwise show as a jagged line where a hard sun shadow falls across it
+    # (Cycles' shadow terminator)
+    smooth = obj.modifiers.new("Subdivision", "SUBSURF")
+    smooth.levels, smooth.render_levels = 1, 2
     obj.cloth_addon.frame_start, obj.cloth_addon.frame_end = 1, FRAMES
     return obj
 

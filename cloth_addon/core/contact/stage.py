@@ -227,7 +227,7 @@ class ContactStage:
             contact.prepare(x0, x1)
             # last, so that nothing undoes it; vertices a collider holds anchor their impact zones
             # like pins, so that a zone is not pushed into the floor under a pile
-            contact.untangle(x0, x1, held)
+            contact.untangle(x0, x1, held, normal)
 
     def _agree(self, x1, x0, movable, margin) -> None:
         """After friction, make every collider's contact hold at once, in place on x1.

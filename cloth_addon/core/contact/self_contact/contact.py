@@ -124,14 +124,15 @@ class SelfContact:
             return np.zeros((0, 4), dtype=np.int64)  # as in separate
         return narrow_phase.touching(self.broad, x0, x1, tol)
 
-    def untangle(self, x0, x1, held=None) -> int:
+    def untangle(self, x0, x1, held=None, normal=None) -> int:
         """Make x0 -> x1 free of crossings, in place on x1 (n, 3); x0 must be crossing-free.
 
-        held: optional (n,) bool, vertices a collider holds: a zone holding some translates as
-        they do on average (a zone landing on the floor stops with it, not pushed into it).
+        held: optional (n,) bool, vertices a collider holds, and normal: (n, 3) their contact
+        normals: a zone holding some translates as they do on average (a zone landing on the floor
+        stops with it, not pushed into it), and never carries one back into its collider.
         Returns how many vertices ended in impact zones."""
         try:
-            return self.zones.untangle(x0, x1, held)
+            return self.zones.untangle(x0, x1, held, normal)
         except sphere_search.TooManyPairs:  # the zones flung the cloth about: the substep is undone
             self._hold(x0, x1)
             return 0

@@ -37,14 +37,16 @@ class ImpactZones:
         self.model = model
         self.touching = touching
         self.stats = stats
+        self._normal = None  # (n, 3) contact normals of the held vertices, for one untangle
 
-    def untangle(self, x0, x1, held):
+    def untangle(self, x0, x1, held, normal=None):
         """Make x0 -> x1 free of crossings, in place on x1 (n, 3); x0 must be crossing-free.
-        held: (n,) bool or None, vertices a collider holds. Returns how many vertices ended in
-        impact zones."""
+        held: (n,) bool or None, vertices a collider holds; normal: (n, 3) their contact normals
+        (zero elsewhere) or None. Returns how many vertices ended in impact zones."""
         n = len(x0)
         pinned = self.model.inv_mass == 0.0
         held = np.zeros(n, dtype=bool) if held is None else held & ~pinned
+        self._normal = normal
         found = self._merge(x0, x1, pinned, held)
         if isinstance(found, int):
             return found
@@ -93,6 +95,24 @@ class ImpactZones:
                 break  # the zones cannot move any other way (their anchors disagree): fall back
             self.stats["zones"] = int(len(np.unique(label[in_zone])))
         return in_zone, zone_of, changed
+
+    @staticmethod
+    def _lift(zones, size, short, held, normal):
+        """(zones, 3) m: how far along its held vertices' mean contact normal each zone must move
+        on so that none of them ends nearer its collider than the collider put it (short: (k, 3)
+        each member's own motion less the zone's, normal: (k, 3) unit normals of the held ones).
+        Without it a zone that straddles a fold lying on the floor, its upper layer falling,
+        carries the lower layer back into the floor's margin, a little more every substep."""
+        deficit = np.where(held, np.einsum("ij,ij->i", short, normal), 0.0)
+        need = np.zeros(size)
+        np.maximum.at(need, zones, deficit)
+        direction = np.stack([np.bincount(zones, held * normal[:, k], size) for k in range(3)], axis=1)
+        length = np.sqrt(np.einsum("ij,ij->i", direction, direction))
+        direction /= np.maximum(length, 1e-300)[:, None]
+        # moving along the mean normal d, a held vertex with normal n gains (d . n) per metre
+        reach = np.full(size, 1.0)
+        np.minimum.at(reach, zones, np.where(held, np.einsum("ij,ij->i", direction[zones], normal), 1.0))
+        return (need / np.maximum(reach, 0.1))[:, None] * direction
 
     def _fall_back(self, x0, x1, pinned, in_zone, zone_of, changed):
         """Every vertex still touching, and its zone, back at the start, in place on x1."""
@@ -144,6 +164,8 @@ class ImpactZones:
         # a vertex a collider holds weighs HELD_WEIGHT times its mass: the collider's share
         weight = np.where(pinned, 0.0, self.model.mass[members] * np.where(held, HELD_WEIGHT, 1.0))
         shift, _ = mean(motion, weight)
+        if self._normal is not None and held.any():
+            shift += self._lift(zones, size, motion - shift[zones], held, gather(self._normal, members))
         pin_from, has_pins = mean(start, pinned.astype(np.float64))
         pin_to, _ = mean(end, pinned.astype(np.float64))
         # cross-covariance of the pins about their centres, one 3 x 3 per zone
