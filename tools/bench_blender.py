@@ -32,7 +32,7 @@ settings; sheets are flat grids of quads, in world space at the identity transfo
                 lying face-up on the floor)
     suzanne2    the same onto Suzanne subdivided twice (a Subdivision Surface modifier, level 2:
                 15.7k triangles); both read the evaluated mesh
-Measured from the evaluated mesh of every frame (cloth_addon.core.quality): p95 and max edge stretch;
+Measured from the evaluated mesh of every frame (tools/quality.py): p95 and max edge stretch;
 cloth edges inside a collider (some point of the edge inside the box, ball or floor, not Suzanne:
 she is not convex; count in the worst frame, deepest mm) and the deepest vertex; motion over the
 last 10 frames (mean and max mm/frame); the curtain's push (largest displacement along the ball's
@@ -65,8 +65,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from cloth_addon.core import quality  # noqa: E402  (bpy-free: the measures are unit-tested)
-from cloth_addon.core.scenes import grid  # noqa: E402
+from tools import quality  # noqa: E402  (bpy-free: the measures are unit-tested)
+from tools.scenes import grid  # noqa: E402
 
 DOCS = ROOT / "docs"
 CHART = DOCS / "bench_vs_blender.png"

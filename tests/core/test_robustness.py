@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cloth_addon.core import PlaneCollider, Settings, Simulation, SimulationDiverged
-from cloth_addon.core.scenes import grid
+from tools.scenes import grid
 
 coordinate = st.floats(-2.0, 2.0, allow_nan=False, width=32)
 
