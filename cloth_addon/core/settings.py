@@ -22,7 +22,8 @@ AIR_DRAG = 0.3
 AIR_LIFT = 1.5
 
 
-def _vector3(name: str, value, owner: str = "Settings") -> tuple[float, float, float]:
+def vector3(name: str, value, owner: str = "Settings") -> tuple[float, float, float]:
+    """value as three finite floats, else ValueError naming <owner>.<name> (Settings and WindField)."""
     try:
         vector = tuple(float(c) for c in value)
     except (TypeError, ValueError):
@@ -209,8 +210,8 @@ class Settings:
         if not 0.0 <= float(self.damping) < 1.0:
             raise ValueError(f"Settings.damping must be in [0, 1), got {self.damping!r}")
         set_(self, "damping", float(self.damping))
-        set_(self, "gravity", _vector3("gravity", self.gravity))
-        set_(self, "wind", _vector3("wind", self.wind))
+        set_(self, "gravity", vector3("gravity", self.gravity))
+        set_(self, "wind", vector3("wind", self.wind))
         if self.tear_factor is not None:
             tear = float(self.tear_factor)
             if not (math.isfinite(tear) and tear > 1.0):
