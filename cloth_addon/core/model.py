@@ -245,6 +245,10 @@ def _pinned_mask(pinned, n: int) -> np.ndarray:
     array = array.reshape(-1)
     if array.size and (not np.issubdtype(array.dtype, np.integer) or array.min() < 0 or array.max() >= n):
         raise ValueError(f"pinned indices must be integers in [0, {n})")
+    values, counts = np.unique(array, return_counts=True)
+    if np.any(counts > 1):
+        # move_pins takes one target per listed pin, in this order: a repeat has no meaning
+        raise ValueError(f"pinned lists vertex {values[counts > 1][0]} more than once")
     mask[array.astype(np.int64)] = True
     return mask
 
