@@ -5,7 +5,17 @@ import os
 import bpy
 import numpy as np
 import pytest
-from conftest import evaluated_local, make_cloth, make_grid, pin, play, raw_key, raw_vertices, select_only
+from conftest import (
+    action_fcurves,
+    evaluated_local,
+    make_cloth,
+    make_grid,
+    pin,
+    play,
+    raw_key,
+    raw_vertices,
+    select_only,
+)
 
 from cloth_addon.blender import bake, ids, stage
 from cloth_addon.core.pc2 import read_pc2
@@ -46,7 +56,7 @@ def snapshot(obj):
 
 
 def keyframes(obj, name):
-    fcurves = bake._existing_fcurves(obj.data.shape_keys)
+    fcurves = action_fcurves(obj.data.shape_keys)
     curve = fcurves.find(f'key_blocks["{name}"].value', index=0)
     points = np.empty(len(curve.keyframe_points) * 2, dtype=np.float32)
     curve.keyframe_points.foreach_get("co", points)

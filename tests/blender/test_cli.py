@@ -103,5 +103,11 @@ def test_no_cloth_and_unsaved_files_fail_with_a_message(scene, capsys):
     assert not obj.cloth_addon.is_baked
 
 
-def test_the_command_is_registered_with_blender():
-    assert cli._handle is not None
+def test_the_command_is_registered_with_blender(capfd):
+    """Blender knows the command `-c cloth_addon`: registering that name again is a duplicate."""
+    capfd.readouterr()
+    handle = bpy.utils.register_cli_command(cli.COMMAND, lambda argv: 0)
+    try:
+        assert f'duplicate command "{cli.COMMAND}"' in "".join(capfd.readouterr())
+    finally:
+        bpy.utils.unregister_cli_command(handle)
