@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cloth_addon.core import Settings, Simulation  # noqa: E402
-from cloth_addon.core.scenes import grid  # noqa: E402
 from cloth_addon.core.solvers.factor import BACKENDS, factorize  # noqa: E402
+from tools.scenes import grid  # noqa: E402
 
 SIZES = (50, 100)
 TARGETS = {("verlet", 50): 10.0, ("fast_mass_spring", 50): 8.0, ("fast_mass_spring", 100): 60.0}

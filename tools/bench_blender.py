@@ -32,14 +32,14 @@ settings; sheets are flat grids of quads, in world space at the identity transfo
                 lying face-up on the floor)
     suzanne2    the same onto Suzanne subdivided twice (a Subdivision Surface modifier, level 2:
                 15.7k triangles); both read the evaluated mesh
-Measured from the evaluated mesh of every frame (cloth_addon.core.quality): p95 and max edge stretch;
+Measured from the evaluated mesh of every frame (tools/quality.py): p95 and max edge stretch;
 cloth edges inside a collider (some point of the edge inside the box, ball or floor, not Suzanne:
 she is not convex; count in the worst frame, deepest mm) and the deepest vertex; motion over the
 last 10 frames (mean and max mm/frame); the curtain's push (largest displacement along the ball's
 motion); the flag's out-of-plane motion (standard deviation in time of each vertex across the
 flag's plane, mean over vertices, last 2 s); with self-collision, edge-triangle crossings every 10
-frames and the pile's height (highest vertex at the last frame). Then the issues' targets: met,
-or missed by how much.
+frames and the pile's height (highest vertex at the last frame). Then the targets (quality and
+speed against Blender's): met, or missed by how much.
 
 Renders: frames 30, 60 and the last of every way, Workbench, smooth shading, one camera and studio
 light per scene, to docs/vs_blender_<scene>.png (rows: frames; columns: the ways, Blender's left).
@@ -65,8 +65,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from cloth_addon.core import quality  # noqa: E402  (bpy-free: the measures are unit-tested)
-from cloth_addon.core.scenes import grid  # noqa: E402
+from tools import quality  # noqa: E402  (bpy-free: the measures are unit-tested)
+from tools.scenes import grid  # noqa: E402
 
 DOCS = ROOT / "docs"
 CHART = DOCS / "bench_vs_blender.png"
@@ -600,7 +600,8 @@ def verdict(value: float, limit: float, unit: str, at_least: bool = False, scale
 
 
 def targets(scene: Scene, runs: dict) -> list:
-    """(target, verdict) for ours in this scene: issue 10's four scenes, issue 11's self-collision."""
+    """(target, verdict) for ours in this scene: stretch, depth, speed and settling in the four
+    scenes without self-collision; crossings, height and speed with it."""
     ours_self, ours = runs.get(OURS_SELF), runs.get(OURS)
     blender = runs.get(BLENDER) or runs.get(BLENDER_SELF)
     rows = []
@@ -748,7 +749,7 @@ def wait_for_quiet(limit: float, patience: float) -> float:
     return busy
 
 
-# -- bake (opt-in: the issue-6 throughput figures of the README) --------------------------------
+# -- bake (opt-in: the bake throughput of docs/BENCHMARKS.md) ------------------------------------
 
 BAKE_FRAMES, BAKE_SIZE = 250, 100
 BAKE_SCENE = Scene("bake", (BAKE_SIZE, BAKE_SIZE), (2.0, 2.0), "xz", (0.0, 0.0, 1.0), BAKE_FRAMES, 10,

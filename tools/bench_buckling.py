@@ -34,7 +34,7 @@ for path in (ROOT, ROOT / "tools"):
         sys.path.insert(0, str(path))
 
 from cloth_addon.core import PlaneCollider, Settings, Simulation  # noqa: E402
-from cloth_addon.core.scenes import open_tube, squeezed_sheet, standing_strip  # noqa: E402
+from tools.scenes import open_tube, squeezed_sheet, standing_strip  # noqa: E402
 
 DOCS = ROOT / "docs"
 EVERY = 6

@@ -17,7 +17,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from cloth_addon.core import PlaneCollider, Settings, Simulation  # noqa: E402
-from cloth_addon.core.scenes import grid  # noqa: E402
+from tools.scenes import grid  # noqa: E402
 
 N, SIZE, THICKNESS, LOWER = 100, 2.0, 0.01, 0.03
 WINDOWS = ((1, 8), (9, 16))  # first contacts, then a growing pile

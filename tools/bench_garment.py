@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cloth_addon.core import PlaneCollider, Settings, Simulation  # noqa: E402
-from cloth_addon.core.scenes import cloth_cube, grid  # noqa: E402
+from tools.scenes import cloth_cube, grid  # noqa: E402
 
 
 def median_ms(sims, frames=60, warmup=5):

@@ -29,8 +29,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from cloth_addon.core import MeshCollider, PlaneCollider, Settings, Simulation  # noqa: E402
-from cloth_addon.core.quality import edge_triangle_crossings  # noqa: E402
-from cloth_addon.core.scenes import grid  # noqa: E402
+from tools.quality import edge_triangle_crossings  # noqa: E402
+from tools.scenes import grid  # noqa: E402
 
 
 def pile(mesh_floor: bool = False) -> Simulation:

@@ -43,7 +43,7 @@ from cloth_addon.core.contact.mesh import narrow_phase as mesh_narrow  # noqa: E
 from cloth_addon.core.contact.mesh import response as mesh_response  # noqa: E402
 from cloth_addon.core.contact.mesh import sharp_features  # noqa: E402
 from cloth_addon.core.contact.self_contact import broad_phase, contact, narrow_phase, response  # noqa: E402
-from cloth_addon.core.scenes import grid  # noqa: E402
+from tools.scenes import grid  # noqa: E402
 
 SCENES = ("pile", "folds", "twist", "tablecloth", "drape", "suzanne", "suzanne2")
 PHASES = ("solve", "broad", "narrow", "continuous", "response", "other")

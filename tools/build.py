@@ -2,7 +2,7 @@
 
     requirements.txt  ->  the scipy and cholespy versions to bundle, per Python (its markers)
     pip, per platform and Python  ->  the wheel with the broadest platform tag (oldest OS), which
-        must load on the minimum OS the README states; blender_manifest.toml's `wheels` is
+        must load on the minimum OS docs/INSTALL.md states; blender_manifest.toml's `wheels` is
         rewritten to those files
     wheels/  <- those wheels, downloaded once (git-ignored)
     dist/stage/<all|pythonX.Y>/cloth_addon/  <- manifest + the package's contents + the wheels
@@ -31,7 +31,7 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "blender_manifest.toml"
-README = ROOT / "README.md"
+INSTALL_DOC = ROOT / "docs" / "INSTALL.md"
 REQUIREMENTS = ROOT / "requirements.txt"
 PACKAGE = ROOT / "cloth_addon"
 WHEELS = ROOT / "wheels"
@@ -108,25 +108,26 @@ def describe_os(platform: str, version: tuple[int, int] | None) -> str:
 
 
 def stated_minimums() -> dict[str, tuple[int, int] | None]:
-    """The minimum OS per platform from README.md's table, e.g. `| ... (`macos-arm64`) | macOS 12.0 |`."""
+    """The minimum OS per platform from docs/INSTALL.md's table, e.g.
+    `| ... (`macos-arm64`) | macOS 12.0 |`."""
     rows = re.findall(r"^\|[^|\n]*`(linux-x64|macos-arm64|windows-x64)`[^|\n]*\|\s*(glibc|macOS|Windows)"
-                      r"\s*([\d.]*)", README.read_text(), re.MULTILINE)
+                      r"\s*([\d.]*)", INSTALL_DOC.read_text(), re.MULTILINE)
     stated = {platform: None if system == "Windows" else tuple(int(v) for v in version.split("."))
               for platform, system, version in rows}
     missing = set(tomllib.loads(MANIFEST.read_text())["platforms"]) - set(stated)
     if missing:
-        raise SystemExit(f"README.md states no minimum OS for {sorted(missing)}")
+        raise SystemExit(f"docs/INSTALL.md states no minimum OS for {sorted(missing)}")
     return stated
 
 
 def os_problems(names: list[str]) -> list[str]:
-    """Wheels that need a newer OS than the README states for their platform."""
+    """Wheels that need a newer OS than docs/INSTALL.md states for their platform."""
     stated = stated_minimums()
     problems = []
     for name in names:
         platform, needs = wheel_platform(name), wheel_minimum_os(name)
         if needs is not None and needs > stated[platform]:
-            problems.append(f"{name} needs {describe_os(platform, needs)}, README.md states "
+            problems.append(f"{name} needs {describe_os(platform, needs)}, docs/INSTALL.md states "
                             f"{describe_os(platform, stated[platform])}")
     return problems
 
@@ -182,8 +183,9 @@ def choose_wheel(name: str, version: str, python: str, platform: str, minimum: t
     needs = (f"its oldest needs {describe_os(platform, wheel_minimum_os(oldest))}" if oldest
              else "it has no wheel for this platform")
     raise SystemExit(f"{name} {version} for Python {python} on {platform}: no wheel loads on "
-                     f"{describe_os(platform, minimum)}, the minimum README.md states ({needs}). Pin another "
-                     f"{name} in requirements.txt, or raise the minimum in README.md and say why.")
+                     f"{describe_os(platform, minimum)}, the minimum docs/INSTALL.md states ({needs}). "
+                     f"Pin another {name} in requirements.txt, or raise the minimum in docs/INSTALL.md "
+                     "and say why.")
 
 
 def choose_wheels(platforms: list[str]) -> list[str]:
@@ -205,8 +207,9 @@ def sync_manifest(chosen: list[str], platforms: list[str], write: bool) -> None:
     if wanted == current:
         return
     if not write:
-        raise SystemExit("blender_manifest.toml's wheels are not the ones requirements.txt and the README's "
-                         f"minimum OS give ({sorted(set(wanted) ^ set(current))}): run `python build.py`")
+        raise SystemExit("blender_manifest.toml's wheels are not the ones requirements.txt and "
+                         f"docs/INSTALL.md's minimum OS give ({sorted(set(wanted) ^ set(current))}): "
+                         "run `python build.py`")
     block = "wheels = [\n" + "".join(f'  "./wheels/{n}",\n' for n in wanted) + "]"
     MANIFEST.write_text(re.sub(r"^wheels = \[\n.*?^\]", lambda _: block, MANIFEST.read_text(),
                                flags=re.MULTILINE | re.DOTALL))
@@ -311,7 +314,8 @@ def build(output: Path = DIST, platforms: list[str] | None = None, update_manife
     sync_manifest(choose_wheels(platforms), platforms, write=update_manifest)
     problems = os_problems(manifest_wheels())
     if problems:
-        raise SystemExit("bundled wheels need a newer OS than README.md states:\n  " + "\n  ".join(problems))
+        raise SystemExit("bundled wheels need a newer OS than docs/INSTALL.md states:\n  "
+                         + "\n  ".join(problems))
     download_wheels([n for n in manifest_wheels() if wheel_platform(n) in platforms])
     output.mkdir(parents=True, exist_ok=True)
     zips = build_zips(output, platforms, None)

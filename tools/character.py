@@ -19,7 +19,7 @@ import numpy as np
 from cloth_addon.blender import colliders, mesh_io
 from cloth_addon.blender.selection import select_only
 from cloth_addon.core import MeshCollider
-from cloth_addon.core.quality import edge_triangle_crossings
+from tools.quality import edge_triangle_crossings
 
 FRAMES = 60
 CAPE_COLUMNS, CAPE_ROWS = 20, 30

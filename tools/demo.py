@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 import cloth_addon  # noqa: E402
 from cloth_addon.blender.selection import select_only  # noqa: E402
-from cloth_addon.core.scenes import capsule, cloth_cube, sewn_panels  # noqa: E402
 from tools import character  # noqa: E402
 from tools.bench_blender import move_linearly  # noqa: E402
+from tools.scenes import capsule, cloth_cube, sewn_panels  # noqa: E402
 
 FRAMES = 60
 

@@ -23,9 +23,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from cloth_addon.core import Settings, Simulation  # noqa: E402
-from cloth_addon.core.scenes import grid, paper_problem  # noqa: E402
 from cloth_addon.core.solvers.fast_mass_spring import FastMassSpringSolver  # noqa: E402
 from cloth_addon.core.solvers.newton import NewtonSolver  # noqa: E402
+from tools.scenes import grid, paper_problem  # noqa: E402
 
 DOCS = ROOT / "docs"
 N = 50

@@ -22,9 +22,8 @@ import numpy as np
 
 from ..core.pc2 import write_pc2
 from . import groups, mesh_io, stage, store, tearing
+from .ids import BAKE_KEY_PREFIX, CACHE_MODIFIER
 
-BAKE_KEY_PREFIX = "ClothBake"
-CACHE_MODIFIER = "ClothCache"
 LINEAR = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
 # Since Blender 4.4 f-curves live in an action's channelbag; Action.fcurves is gone in 5.0.
 LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)

@@ -8,6 +8,7 @@ Nothing here writes to the mesh: vertex groups and shape keys are only read.
 import numpy as np
 
 from . import mesh_io
+from .ids import BAKE_KEY_PREFIX
 
 # Property-weight vertex groups: (group property, core weight name, Settings max field or None).
 WEIGHT_GROUPS = (("shrink_group", "shrink", None),
@@ -49,8 +50,6 @@ def simulation_inputs(obj, matrix: np.ndarray) -> dict:
                                     "paint every vertex with a weight above 0")
     rest_shape = None
     if props.rest_shape_key:
-        from .bake import BAKE_KEY_PREFIX  # here: bake imports session, which imports this module
-
         keys = obj.data.shape_keys
         block = keys.key_blocks.get(props.rest_shape_key) if keys is not None else None
         if block is None:

@@ -1,4 +1,6 @@
-"""Operator, menu and panel ids in one place: panels draw operators by these, tests call them."""
+"""Operator, menu and panel ids, and the names of what a bake adds, in one place: panels draw
+operators by these, the modules that meet a bake's keys and modifier tell them by these, tests
+call and find them by these."""
 
 MAKE_CLOTH = "cloth_addon.make_cloth"
 REMOVE_CLOTH = "cloth_addon.remove_cloth"
@@ -19,3 +21,7 @@ SELF_COLLISION_PANEL = "CLOTH_ADDON_PT_self_collision"
 TEARING_PANEL = "CLOTH_ADDON_PT_tearing"
 WIND_PANEL = "CLOTH_ADDON_PT_wind"
 CACHE_PANEL = "CLOTH_ADDON_PT_cache"
+
+# What a bake adds to an object: shape keys ClothBake.<frame>, or a Mesh Cache modifier.
+BAKE_KEY_PREFIX = "ClothBake"
+CACHE_MODIFIER = "ClothCache"

@@ -99,6 +99,7 @@ class ClothSession:
         self.sim = core.Simulation.from_parts(parts, settings=settings)
         starts = [part.start for part in self.sim.parts]
         pull = np.concatenate(pulls)
+        # pins given as masks: move_pins takes their targets in index order, this order
         self.pinned = self.sim.model.pinned_indices
         self.soft = np.flatnonzero((pull > 0.0) & (pull < RIGID_PIN))
         self.soft_pull = pull[self.soft]

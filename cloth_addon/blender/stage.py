@@ -33,6 +33,8 @@ The node group uses only nodes and the `interface.new_socket` API that Blender 4
 import bpy
 import numpy as np
 
+from .ids import BAKE_KEY_PREFIX
+
 MODIFIER = "ClothSim"
 NODE_GROUP = "ClothAddon Stage"
 INPUT_ATTRIBUTE = "cloth_addon_input"
@@ -154,8 +156,6 @@ def above(obj) -> list:
 
 def user_shape_keys(obj) -> list:
     """The object's shape keys other than the Basis and the ones a bake wrote."""
-    from .bake import BAKE_KEY_PREFIX  # here: bake imports this module
-
     keys = obj.data.shape_keys
     if keys is None:
         return []

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.topology import pair_keys
 from . import mesh_io, stage
+from .ids import CACHE_MODIFIER
 
 ATTRIBUTE = "cloth_addon_torn"
 MODIFIER = "ClothTear"
@@ -85,8 +86,6 @@ def show(obj, live, frame: int) -> None:
         modifier.node_group = _node_group()
         # Right below the cloth stage (and a bake's cache): split the simulated surface before
         # anything smooths or subdivides it.
-        from .bake import CACHE_MODIFIER  # here: bake imports this module
-
         stage.place_below(obj, modifier, after=(CACHE_MODIFIER,))
     mesh.update_tag()
 

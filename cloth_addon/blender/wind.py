@@ -3,7 +3,7 @@
 Read every frame (a field may be animated): the object's world location and Z axis, and the
 field's Strength (read as the air speed, m/s), Noise and Seed, Shape, and Falloff (Sphere,
 Tube, Cone; Z Direction; Power; Min/Max Distance; the radial Power and Min/Max of Tube and
-Cone). Not honoured (README, Wind): Flow (our cloth always feels the air relative to its own
+Cone). Not honoured (docs/GUIDE.md, Wind): Flow (our cloth always feels the air relative to its own
 velocity, as Blender's default Flow 1 makes it), Wind Factor, Absorption, Affect Rotation, the
 Surface and Every Point shapes (they blow as Point), and Blender's Field Weights.
 """

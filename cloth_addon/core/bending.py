@@ -19,7 +19,7 @@ cross terms between edges. So that k_b is the plate bending stiffness in N m, th
 Q = 1/3 sum_e Q_e, i.e. E / area = 1/2 k_b / R^2 for bends about mesh edges, and cuts
 neighbouring quads along alternating diagonals (a checkerboard on a grid), which makes the two
 diagonals alike: a bend about a grid diagonal then stores 1.5x that
-(README.md, "Bending (N·m) and the material presets").
+(docs/PHYSICS.md §10).
 
 The rest shape is taken as flat: a curved rest shape is not the zero-energy state, it relaxes
 towards flat with the bending stiffness (no rest-curvature term).

@@ -106,39 +106,3 @@ def barycentric(p, a, b, c):
         v = (d11 * d20 - d01 * d21) / denom
         w = (d00 * d21 - d01 * d20) / denom
     return np.stack([1.0 - v - w, v, w], axis=1)
-
-
-def segment_triangle_hits(p0, p1, a, b, c, eps=1e-12):
-    """(k,) bool: the segment p0 -> p1 crosses the triangle (a, b, c) (touching counts).
-
-    Signed volumes: the endpoints are on opposite sides of the triangle's plane and the segment's
-    line passes inside all three edges. Used by tests and the self-collision check.
-    """
-    def volume(u, v, w, x):
-        return dot(cross(v - u, w - u), x - u)
-
-    s0, s1 = volume(a, b, c, p0), volume(a, b, c, p1)
-    straddles = (s0 * s1 <= 0) & ((np.abs(s0) > eps) | (np.abs(s1) > eps))
-    e0, e1, e2 = volume(p0, p1, a, b), volume(p0, p1, b, c), volume(p0, p1, c, a)
-    inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
-    return straddles & inside
-
-
-def uv_sphere(radius=1.0, segments=32, rings=16, center=(0.0, 0.0, 0.0)):
-    """A closed UV sphere like Blender's: (vertices (v, 3) float64, triangles (t, 3) int64),
-    outward-facing, poles at +-Z. For tests, benchmarks and scripts."""
-    if segments < 3 or rings < 2 or not radius > 0.0:
-        raise ValueError("uv_sphere needs segments >= 3, rings >= 2 and radius > 0")
-    theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]  # latitudes without the poles
-    phi = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
-    t, f = np.meshgrid(theta, phi, indexing="ij")
-    ring = np.stack([np.sin(t) * np.cos(f), np.sin(t) * np.sin(f), np.cos(t)], axis=-1).reshape(-1, 3)
-    vertices = np.concatenate([[(0.0, 0.0, 1.0)], ring, [(0.0, 0.0, -1.0)]]) * radius + np.asarray(center)
-    top, bottom = 0, len(vertices) - 1
-    index = 1 + np.arange((rings - 1) * segments).reshape(rings - 1, segments)
-    nxt = np.roll(index, -1, axis=1)
-    caps_top = np.stack([np.full(segments, top), index[0], nxt[0]], axis=1)
-    caps_bottom = np.stack([np.full(segments, bottom), nxt[-1], index[-1]], axis=1)
-    a, b, c, d = index[:-1], nxt[:-1], nxt[1:], index[1:]
-    quads = np.concatenate([np.stack([a, d, c], -1).reshape(-1, 3), np.stack([a, c, b], -1).reshape(-1, 3)])
-    return vertices, np.concatenate([caps_top, quads, caps_bottom]).astype(np.int64)

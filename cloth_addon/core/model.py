@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import garment, topology
-from .bending import BendingTerms, bending_terms, quadratic_energy
+from .bending import BendingTerms, bending_terms
 from .settings import Settings
 
 # Contact broad phases assume no edge grows past this many times its rest length.
@@ -126,10 +126,6 @@ class ClothModel:
                 capped = np.abs(k * stretch) > limit
                 terms = np.where(capped, limit * np.abs(stretch) - 0.5 * limit**2 / k, terms)
         return float(terms.sum() if active is None else terms[active].sum())
-
-    def bending_energy(self, positions: np.ndarray) -> float:
-        """J: 1/2 sum over x, y, z of x^T (k_b Q) x, the quadratic bending energy at positions (n, 3)."""
-        return quadratic_energy(self.bending, positions)
 
     def bending_matrix(self, active: np.ndarray | None = None) -> sp.csr_matrix | None:
         """(n, n) CSR, N/m: k_b Q without the hinges that touch a torn spring (active: (s,)
@@ -249,6 +245,10 @@ def _pinned_mask(pinned, n: int) -> np.ndarray:
     array = array.reshape(-1)
     if array.size and (not np.issubdtype(array.dtype, np.integer) or array.min() < 0 or array.max() >= n):
         raise ValueError(f"pinned indices must be integers in [0, {n})")
+    values, counts = np.unique(array, return_counts=True)
+    if np.any(counts > 1):
+        # move_pins takes one target per listed pin, in this order: a repeat has no meaning
+        raise ValueError(f"pinned lists vertex {values[counts > 1][0]} more than once")
     mask[array.astype(np.int64)] = True
     return mask
 

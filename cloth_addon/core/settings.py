@@ -16,13 +16,14 @@ SOLVERS = ("fast_mass_spring", "verlet", "newton")
 DEFAULT_MAX_VERTICES = 250_000
 # Settings.self_collision_distance=None: this fraction of the median rest edge length.
 AUTO_SELF_DISTANCE = 0.5
-# Aerodynamics (README, Wind): drag in kg/m^3 (half the air density, 0.6 kg/m^3, times a drag
+# Aerodynamics (docs/PHYSICS.md §7): drag in kg/m^3 (half the air density, 0.6 kg/m^3, times a drag
 # coefficient), and lift as a multiple of the drag.
 AIR_DRAG = 0.3
 AIR_LIFT = 1.5
 
 
-def _vector3(name: str, value, owner: str = "Settings") -> tuple[float, float, float]:
+def vector3(name: str, value, owner: str = "Settings") -> tuple[float, float, float]:
+    """value as three finite floats, else ValueError naming <owner>.<name> (Settings and WindField)."""
     try:
         vector = tuple(float(c) for c in value)
     except (TypeError, ValueError):
@@ -92,7 +93,7 @@ class Settings:
                        (kg/s). A stretch vibration of angular frequency w gets the damping ratio
                        spring_damping * w / 2 (a 3 m strip's 5 Hz bounce: 0.15 at 0.01 s), while
                        rigid motion and swinging, which stretch nothing, are left alone. Off (0)
-                       by default (README, "Compared with Blender's cloth": it did not settle the
+                       by default (docs/BENCHMARKS.md, "What the renders show": it did not settle the
                        drape). Implicit solvers only; the verlet solver ignores it.
     air_drag:          kg/m^3: aerodynamic drag, force per unit area per (m/s)^2 of air speed
                        relative to the cloth, face-on (half the air density times a drag
@@ -209,8 +210,8 @@ class Settings:
         if not 0.0 <= float(self.damping) < 1.0:
             raise ValueError(f"Settings.damping must be in [0, 1), got {self.damping!r}")
         set_(self, "damping", float(self.damping))
-        set_(self, "gravity", _vector3("gravity", self.gravity))
-        set_(self, "wind", _vector3("wind", self.wind))
+        set_(self, "gravity", vector3("gravity", self.gravity))
+        set_(self, "wind", vector3("wind", self.wind))
         if self.tear_factor is not None:
             tear = float(self.tear_factor)
             if not (math.isfinite(tear) and tear > 1.0):

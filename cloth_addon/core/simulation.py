@@ -55,6 +55,15 @@ class SimulationDiverged(RuntimeError):
     """The solver produced non-finite or absurd positions; the state was not updated."""
 
 
+def listed_pins(pinned) -> np.ndarray:
+    """(p,) int64: the pinned vertices in the order `pinned` (indices or an (n,) bool mask, as
+    build_model validates it) lists them; a mask lists them in index order."""
+    if pinned is None:
+        return np.zeros(0, dtype=np.int64)
+    array = np.asarray(pinned)
+    return np.flatnonzero(array) if array.dtype == bool else array.reshape(-1).astype(np.int64)
+
+
 def make_solver(model, settings):
     """The solver object named by settings.solver."""
     if settings.solver == "verlet":
@@ -72,7 +81,8 @@ class Simulation:
 
     vertices: (n, 3) array-like, m, world space. faces: sequence of index sequences
     (triangles, quads, n-gons mixed) or an (m, k) int array. settings: Settings.
-    pinned: None, indices or (n,) bool mask. colliders: objects with a `project` method
+    pinned: None, indices (each once, in the order move_pins takes their targets) or an (n,)
+    bool mask (index order). colliders: objects with a `project` method
     (PlaneCollider, SphereCollider, MeshCollider); `sim.colliders` may be replaced between
     frames. edges: optional (e, 2) int mesh edges; those in no face become rope springs (or
     sewing springs with Settings.use_sewing). weights: optional {"shrink"|"stretch"|"shear"|
@@ -96,6 +106,8 @@ class Simulation:
                       else build_model(vertices, faces, settings, pinned=pinned, edges=edges, weights=weights,
                                        rest_shape=rest_shape))
         self.parts = [slice(0, self.model.n_particles)]
+        # move_pins' (p, 3) row k is for the k-th pin as `pinned` listed it: its row here
+        self._pin_rows = np.searchsorted(self.model.pinned_indices, listed_pins(pinned))
         # per part: whether its own layers collide (from_parts; one part follows settings)
         self.part_self_collision = [True]
         self._pressure = Pressure(self.model) if settings.use_pressure else None
@@ -113,7 +125,8 @@ class Simulation:
         """One simulation of several cloth objects that collide with each other (both ways).
 
         parts: sequence of ClothPart(vertices, faces, settings=None, pinned=None, edges=None);
-        each part's material (density, stiffness) comes from its own settings. settings: how the
+        each part's material (density, stiffness) comes from its own settings, its pins are
+        indices into its own vertices (move_pins takes their targets part by part). settings: how the
         whole is stepped (solver, dt, substeps, iterations, gravity, wind, air, contact), the first
         part's when None; wind_fields blow on all parts. With settings.self_collision on, the parts keep
         self_collision_distance apart and never pass through each other; off, they pass. A part's
@@ -135,6 +148,8 @@ class Simulation:
         sim = cls(None, None, settings, colliders=colliders, wind_fields=wind_fields, _model=model)
         sim._part_inputs = [(p.faces, p.settings or settings, p.pinned, p.edges, p.weights) for p in parts]
         sim.parts = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        listed = [listed_pins(p.pinned) + start for p, start in zip(parts, starts[:-1], strict=True)]
+        sim._pin_rows = np.searchsorted(model.pinned_indices, np.concatenate(listed))
         sim.part_self_collision = [bool((p.settings or settings).self_collision) for p in parts]
         return sim
 
@@ -229,19 +244,26 @@ class Simulation:
     def move_pins(self, targets) -> None:
         """Where pinned particles must be at the end of the next frame, m, world space.
 
-        targets: (n, 3) (only pinned rows are read) or (p, 3) in model.pinned_indices order.
-        Over the frame's substeps pins move linearly from where they are to there; with
-        self-collision, a pin that would drive the cloth through itself waits for that substep
-        (self_contact.py), so a pin the cloth blocks lags its target.
+        targets: (p, 3) float, one row per pin in the order `pinned=` listed them (pinned=[7, 2]:
+        row 0 is vertex 7's target; a boolean mask lists them in index order; from_parts: part
+        by part, each in its own order), or (n, 3) with one row per vertex (also when every
+        vertex is pinned), of which only the pinned rows are read. Over the frame's substeps
+        pins move linearly from where they are to there; with self-collision, a pin that would
+        drive the cloth through itself waits for that substep (contact/self_contact), so a pin
+        the cloth blocks lags its target.
         """
         targets = np.asarray(targets, dtype=np.float64)
         pinned = self.model.pinned_indices
         if targets.shape == (self.model.n_particles, 3):
             targets = targets[pinned]
+        elif targets.shape == (len(pinned), 3):
+            ordered = np.empty_like(targets)
+            ordered[self._pin_rows] = targets
+            targets = ordered
         if targets.shape != (len(pinned), 3) or not np.all(np.isfinite(targets)):
             raise ValueError(f"pin targets must be finite with shape ({len(pinned)}, 3) "
                              f"or ({self.model.n_particles}, 3)")
-        self._pin_targets = targets.copy()
+        self._pin_targets = targets
 
     def set_rest_shape(self, shape) -> None:
         """Make `shape` ((n, 3) m, world space) the shape the cloth rests in, keeping its state.

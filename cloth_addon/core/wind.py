@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .settings import _vector3
+from .settings import vector3
 
 SHAPES = ("point", "line", "plane")
 FALLOFFS = ("sphere", "tube", "cone")
@@ -98,8 +98,8 @@ class WindField:
 
     def __post_init__(self):
         set_, owner = object.__setattr__, "WindField"
-        set_(self, "location", _vector3("location", self.location, owner))
-        direction = np.array(_vector3("direction", self.direction, owner))
+        set_(self, "location", vector3("location", self.location, owner))
+        direction = np.array(vector3("direction", self.direction, owner))
         length = np.linalg.norm(direction)
         if length == 0.0:
             raise ValueError(f"{owner}.direction must not be zero, got {self.direction!r}")

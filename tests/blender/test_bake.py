@@ -5,9 +5,19 @@ import os
 import bpy
 import numpy as np
 import pytest
-from conftest import evaluated_local, make_cloth, make_grid, pin, play, raw_key, raw_vertices, select_only
+from conftest import (
+    action_fcurves,
+    evaluated_local,
+    make_cloth,
+    make_grid,
+    pin,
+    play,
+    raw_key,
+    raw_vertices,
+    select_only,
+)
 
-from cloth_addon.blender import bake, stage
+from cloth_addon.blender import bake, ids, stage
 from cloth_addon.core.pc2 import read_pc2
 
 FIRST, LAST = 1, 8
@@ -46,7 +56,7 @@ def snapshot(obj):
 
 
 def keyframes(obj, name):
-    fcurves = bake._existing_fcurves(obj.data.shape_keys)
+    fcurves = action_fcurves(obj.data.shape_keys)
     curve = fcurves.find(f'key_blocks["{name}"].value', index=0)
     points = np.empty(len(curve.keyframe_points) * 2, dtype=np.float32)
     curve.keyframe_points.foreach_get("co", points)
@@ -59,8 +69,8 @@ def test_bake_to_shape_keys_matches_live_playback(scene, cloth):
     vertices = raw_vertices(cloth.data)
     assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
     assert scene.frame_current == 3
-    names = [b.name for b in cloth.data.shape_keys.key_blocks if b.name.startswith(bake.BAKE_KEY_PREFIX)]
-    assert names == [f"{bake.BAKE_KEY_PREFIX}.{f:04d}" for f in range(FIRST, LAST + 1)]
+    names = [b.name for b in cloth.data.shape_keys.key_blocks if b.name.startswith(ids.BAKE_KEY_PREFIX)]
+    assert names == [f"{ids.BAKE_KEY_PREFIX}.{f:04d}" for f in range(FIRST, LAST + 1)]
     for frame, name in zip(range(FIRST, LAST + 1), names, strict=True):
         points, interpolation = keyframes(cloth, name)
         assert points.tolist() == [[frame - 1, 0.0], [frame, 1.0], [frame + 1, 0.0]]
@@ -84,7 +94,7 @@ def test_bake_to_pc2_plays_the_same_positions(scene, cloth, tmp_path):
     path = tmp_path / "Cloth.pc2"
     samples = read_pc2(str(path))
     assert samples.shape == (LAST - FIRST + 1, len(cloth.data.vertices), 3)
-    assert [m.name for m in cloth.modifiers] == [stage.MODIFIER, bake.CACHE_MODIFIER]
+    assert [m.name for m in cloth.modifiers] == [stage.MODIFIER, ids.CACHE_MODIFIER]
     modifier = cloth.modifiers[1]
     assert modifier.type == "MESH_CACHE" and modifier.cache_format == "PC2"
     for frame in (LAST, FIRST, 4):
@@ -152,5 +162,5 @@ def test_invoked_bake_runs_synchronously_in_background(scene, cloth):
     assert bpy.app.background
     assert bpy.ops.cloth_addon.bake("INVOKE_DEFAULT") == {"FINISHED"}
     assert cloth.cloth_addon.is_baked
-    baked = [b for b in cloth.data.shape_keys.key_blocks if b.name.startswith(bake.BAKE_KEY_PREFIX)]
+    baked = [b for b in cloth.data.shape_keys.key_blocks if b.name.startswith(ids.BAKE_KEY_PREFIX)]
     assert len(baked) == LAST - FIRST + 1

@@ -8,7 +8,7 @@ from conftest import evaluated_world, select_only
 
 from cloth_addon import core
 from cloth_addon.blender import colliders, mesh_io
-from cloth_addon.core.quality import edge_triangle_crossings
+from tools.quality import edge_triangle_crossings
 
 SEGMENTS, RINGS = 32, 12
 LAST = 30

@@ -5,7 +5,7 @@ import numpy as np
 import rigs
 from conftest import evaluated_world, play, raw_key, raw_vertices, select_only
 
-from cloth_addon.blender import bake, mesh_io, stage, store
+from cloth_addon.blender import ids, mesh_io, stage, store
 from cloth_addon.core.pc2 import read_pc2
 
 COLUMNS, ROWS = 20, 24
@@ -138,7 +138,7 @@ def test_bakes_of_the_rigged_sheet_play_back_as_live_without_the_addon(scene, tm
         select_only(sheet)
         assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
         if target == "PC2":
-            assert [m.name for m in sheet.modifiers] == ["Armature", stage.MODIFIER, bake.CACHE_MODIFIER,
+            assert [m.name for m in sheet.modifiers] == ["Armature", stage.MODIFIER, ids.CACHE_MODIFIER,
                                                         "Subdivision"]
             assert read_pc2(str(tmp_path / "Sheet.pc2")).shape == (LAST, COLUMNS * ROWS, 3)
         else:

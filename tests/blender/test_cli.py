@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import make_cloth, make_grid, pin, raw_key, select_only
 
-from cloth_addon.blender import bake, cli
+from cloth_addon.blender import bake, cli, ids
 from cloth_addon.core.pc2 import read_pc2
 
 
@@ -31,7 +31,7 @@ def reopen(path):
 
 def baked_keys(obj):
     blocks = obj.data.shape_keys.key_blocks
-    return {b.name: raw_key(b) for b in blocks if b.name.startswith(bake.BAKE_KEY_PREFIX)}
+    return {b.name: raw_key(b) for b in blocks if b.name.startswith(ids.BAKE_KEY_PREFIX)}
 
 
 def test_command_bakes_shape_keys_identical_to_the_bake_operator(shot, capsys):
@@ -62,16 +62,16 @@ def test_command_bakes_pc2_identical_to_the_bake_operator_and_saves(shot):
     assert cli.execute(["bake", "--objects", "Cloth", "--target", "pc2", "--frames", "1", "8", "--save"]) == 0
     np.testing.assert_array_equal(read_pc2(path), expected)
     obj = reopen(shot)  # saved: the bake is in the file
-    assert obj.cloth_addon.is_baked and obj.modifiers.get(bake.CACHE_MODIFIER) is not None
+    assert obj.cloth_addon.is_baked and obj.modifiers.get(ids.CACHE_MODIFIER) is not None
 
 
 def test_command_frames_and_rebake(shot):
     obj = reopen(shot)
     assert cli.execute(["bake", "--frames", "2", "4"]) == 0
-    assert sorted(baked_keys(obj)) == [f"{bake.BAKE_KEY_PREFIX}.{f:04d}" for f in (2, 3, 4)]
+    assert sorted(baked_keys(obj)) == [f"{ids.BAKE_KEY_PREFIX}.{f:04d}" for f in (2, 3, 4)]
     assert cli.execute(["bake"]) == 1  # already baked
     assert cli.execute(["bake", "--rebake", "--frames", "1", "3"]) == 0
-    assert sorted(baked_keys(obj)) == [f"{bake.BAKE_KEY_PREFIX}.{f:04d}" for f in (1, 2, 3)]
+    assert sorted(baked_keys(obj)) == [f"{ids.BAKE_KEY_PREFIX}.{f:04d}" for f in (1, 2, 3)]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -103,5 +103,11 @@ def test_no_cloth_and_unsaved_files_fail_with_a_message(scene, capsys):
     assert not obj.cloth_addon.is_baked
 
 
-def test_the_command_is_registered_with_blender():
-    assert cli._handle is not None
+def test_the_command_is_registered_with_blender(capfd):
+    """Blender knows the command `-c cloth_addon`: registering that name again is a duplicate."""
+    capfd.readouterr()
+    handle = bpy.utils.register_cli_command(cli.COMMAND, lambda argv: 0)
+    try:
+        assert f'duplicate command "{cli.COMMAND}"' in "".join(capfd.readouterr())
+    finally:
+        bpy.utils.unregister_cli_command(handle)

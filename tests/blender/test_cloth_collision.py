@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import evaluated_world, make_cloth, make_grid, play, raw_vertices
 
-from cloth_addon.blender import bake, mesh_io, store
+from cloth_addon.blender import ids, mesh_io, store
 
 # The exact crossing counter of the core's self-collision tests (a k-d tree for candidates, an
 # exact segment-triangle test), loaded by path: tests/core and tests/blender are separate roots.
@@ -91,7 +91,7 @@ def test_baking_one_of_them_bakes_both_and_leaves_the_meshes_alone(scene):
     assert bpy.ops.cloth_addon.bake() == {"FINISHED"}
     for obj in (lower, upper):
         keys = [block.name for block in obj.data.shape_keys.key_blocks
-                if block.name.startswith(bake.BAKE_KEY_PREFIX)]
+                if block.name.startswith(ids.BAKE_KEY_PREFIX)]
         assert obj.cloth_addon.is_baked and len(keys) == 20, obj.name
     for frame in (5, 12, 20):
         scene.frame_set(frame)

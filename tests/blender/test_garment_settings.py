@@ -7,7 +7,7 @@ from conftest import evaluated_world, make_cloth, make_grid, play, raw_vertices
 from test_panels import FakePanel, RecordingLayout
 
 from cloth_addon.blender import garment_panels, store
-from cloth_addon.core.scenes import capsule, cloth_cube, sewn_panels
+from tools.scenes import capsule, cloth_cube, sewn_panels
 
 
 def mesh_object(name, vertices, faces, edges=(), collision=False):

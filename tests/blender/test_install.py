@@ -26,7 +26,7 @@ def load_build_tool():
 build_tool = load_build_tool()
 
 
-def test_the_manifests_wheels_load_on_the_minimum_os_the_readme_states():
+def test_the_manifests_wheels_load_on_the_minimum_os_the_install_page_states():
     stated = build_tool.stated_minimums()
     assert stated["linux-x64"] == (2, 28) and stated["macos-arm64"] == (12, 0)
     wheels = build_tool.manifest_wheels()
@@ -44,7 +44,7 @@ def test_wheel_tags_give_the_oldest_os_they_load_on():
     assert build_tool.wheel_minimum_os(
         "cholespy-2.2.0-cp312-abi3-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl") == (2, 27)
     assert build_tool.wheel_minimum_os("scipy-1.17.1-cp313-cp313-win_amd64.whl") is None
-    # A wheel that needs macOS 14 breaks a README that states 12.
+    # A wheel that needs macOS 14 breaks an install page that states 12.
     assert build_tool.os_problems(["scipy-1.15.3-cp311-cp311-macosx_14_0_arm64.whl"]) != []
 
 

@@ -143,13 +143,20 @@ def test_a_plane_collision_object_is_a_floor(scene):
     assert world[:, 2].min() >= -0.2 + floor.collision.thickness_outer * 0.99
 
 
-def test_unsupported_collider_is_named_and_ignored(scene):
-    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(0, 0, 0))
+def test_a_collider_without_faces_is_named_and_ignored(scene):
+    mesh = bpy.data.meshes.new("Wire")
+    mesh.from_pydata([(-1.0, -1.0, 0.0), (1.0, -1.0, 0.0), (1.0, 1.0, 0.0), (-1.0, 1.0, 0.0)],
+                     [(0, 1), (1, 2), (2, 3), (3, 0)], [])
+    wire = bpy.data.objects.new("Wire", mesh)
+    scene.collection.objects.link(wire)
+    select_only(wire)
     bpy.ops.object.modifier_add(type="COLLISION")
-    cube = bpy.context.active_object
-    obj = make_cloth(make_grid(location=(0, 0, 0.5)))
-    play(scene, 3)
-    assert store.find(obj.session_uid).unsupported == ([] if hasattr(core, "MeshCollider") else [cube.name])
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(3.0, 0.0, 0.0))
+    bpy.ops.object.modifier_add(type="COLLISION")  # a cube: used, so not named
+    obj = make_cloth(make_grid(location=(0, 0, 0.3)))
+    play(scene, 12)
+    assert store.find(obj.session_uid).unsupported == [wire.name]
+    assert evaluated_world(obj)[:, 2].max() < -0.1, "the cloth fell through the wire frame"
 
 
 def test_wind_field_pushes_along_its_z_axis(scene):

@@ -1,9 +1,9 @@
 import pytest
 
-from cloth_addon.core.scenes import grid as make_grid
+from tools.scenes import grid as make_grid
 
 
 @pytest.fixture
 def grid():
-    """make_grid(nx, ny, size=1.0, plane="xz") -> vertices, quads, index (see core.scenes.grid)."""
+    """make_grid(nx, ny, size=1.0, plane="xz") -> vertices, quads, index (see tools/scenes.py's grid)."""
     return make_grid

@@ -9,10 +9,10 @@ from cloth_addon.core import Settings, Simulation
 from cloth_addon.core.bending import bending_matrix, hinges
 from cloth_addon.core.materials import FABRICS
 from cloth_addon.core.model import VERLET_MATCH_ANGLE, build_model
-from cloth_addon.core.scenes import grid
 from cloth_addon.core.simulation import ClothPart
 from cloth_addon.core.state import ClothState
 from cloth_addon.core.topology import BEND, parse_faces
+from tools.scenes import grid
 
 
 def energy(q, x):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from cloth_addon.core import PlaneCollider, Settings, Simulation
-from cloth_addon.core.scenes import grid, open_tube, squeezed_sheet, standing_strip
 from cloth_addon.core.solvers.newton import NewtonSolver
+from tools.scenes import grid, open_tube, squeezed_sheet, standing_strip
 
 
 def edge_ratio(x, faces, rest):

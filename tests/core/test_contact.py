@@ -17,10 +17,10 @@ from cloth_addon.core.contact.ccd import cubic_roots, edge_edge_toi, vertex_tria
 from cloth_addon.core.contact.distance import closest_points, segment_closest
 from cloth_addon.core.contact.mesh.sharp_features import SharpFeatures
 from cloth_addon.core.contact.self_contact import SelfContact
-from cloth_addon.core.geometry import segment_triangle_hits, uv_sphere
-from cloth_addon.core.scenes import cloth_cube
-from cloth_addon.core.scenes import grid as make_grid
 from cloth_addon.core.solvers import fast_mass_spring
+from tools.quality import segment_triangle_hits
+from tools.scenes import cloth_cube, uv_sphere
+from tools.scenes import grid as make_grid
 
 SOLVERS = ["fast_mass_spring", "verlet"]
 

@@ -7,10 +7,10 @@ import pytest
 import scipy.sparse as sp
 
 from cloth_addon.core import Settings, Simulation
-from cloth_addon.core.scenes import paper_problem
 from cloth_addon.core.solvers.factor import BACKENDS, factorize
 from cloth_addon.core.solvers.fast_mass_spring import FastMassSpringSolver
 from cloth_addon.core.solvers.newton import NewtonSolver
+from tools.scenes import paper_problem
 
 
 def exact_step(problem):

@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 
 from cloth_addon.core import MeshCollider, PlaneCollider, Settings, Simulation
-from cloth_addon.core.geometry import uv_sphere
 from cloth_addon.core.pressure import Pressure
-from cloth_addon.core.scenes import capsule, cloth_cube, grid, sewn_panels
 from cloth_addon.core.topology import SEWING
+from tools.scenes import capsule, cloth_cube, grid, sewn_panels, uv_sphere
 
 
 def seam_lengths(sim):

@@ -5,8 +5,8 @@ import pytest
 
 from cloth_addon.core import MeshCollider, Settings, Simulation
 from cloth_addon.core.contact.distance import closest_points
-from cloth_addon.core.geometry import uv_sphere
-from cloth_addon.core.scenes import grid as make_grid
+from tools.scenes import grid as make_grid
+from tools.scenes import uv_sphere
 
 
 def _brute_closest(point, a, b, c):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-from cloth_addon.core import quality
-from cloth_addon.core.scenes import grid
+from tools import quality
+from tools.scenes import grid
 
 
 def test_segment_triangle_hits_known_cases():

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cloth_addon.core import PlaneCollider, Settings, Simulation, SimulationDiverged
-from cloth_addon.core.scenes import grid
+from tools.scenes import grid
 
 coordinate = st.floats(-2.0, 2.0, allow_nan=False, width=32)
 
@@ -35,7 +35,7 @@ def hostile_meshes(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mesh=hostile_meshes())
 def test_hostile_meshes_simulate_finitely_unless_a_face_is_degenerate(solver, mesh):
-    """Only a face with fewer than 3 distinct vertices is an error (the README's list; the
+    """Only a face with fewer than 3 distinct vertices is an error (docs/API.md's list; the
     indices here are always in range and finite); every other mesh must simulate."""
     vertices, faces, edges, pinned = mesh
     degenerate = [index for index, face in enumerate(faces) if len(set(face)) < 3]

@@ -5,9 +5,9 @@ import pytest
 
 from cloth_addon.core import ClothState, MeshCollider, PlaneCollider, Settings, Simulation
 from cloth_addon.core.contact.self_contact import SelfContact
-from cloth_addon.core.geometry import uv_sphere
-from cloth_addon.core.quality import edge_triangle_crossings
-from cloth_addon.core.scenes import grid as make_grid
+from tools.quality import edge_triangle_crossings
+from tools.scenes import grid as make_grid
+from tools.scenes import uv_sphere
 
 SOLVERS = ["fast_mass_spring", "verlet", "newton"]
 

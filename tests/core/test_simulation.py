@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cloth_addon.core import PlaneCollider, Settings, Simulation, SphereCollider
+from cloth_addon.core import ClothPart, PlaneCollider, Settings, Simulation, SphereCollider
 
 SOLVERS = ["verlet", "fast_mass_spring", "newton"]
 FAST = ["verlet", "fast_mass_spring"]  # Newton refactors every iteration: too slow for long scenes
@@ -150,6 +150,67 @@ def test_moving_pins_carry_the_cloth(grid, solver):
         sim.step()
     np.testing.assert_allclose(sim.positions[index[0]], v[index[0]] + (0.4, 0, 0))
     assert sim.positions[index[-1], 0].mean() > v[index[-1], 0].mean() + 0.2
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_move_pins_follows_the_order_the_pins_were_listed_in(grid, solver):
+    v, f, index = grid(6, 6)
+    left, right = index[0, 0], index[0, -1]
+    sim = Simulation(v, f, quiet(solver=solver), pinned=[right, left])
+    spread = (0.05, 0.0, 0.0)
+    sim.move_pins([v[right] + spread, v[left] - spread])  # right's target first, as listed
+    sim.step()
+    np.testing.assert_allclose(sim.positions[right], v[right] + spread, atol=1e-12)
+    np.testing.assert_allclose(sim.positions[left], v[left] - spread, atol=1e-12)
+    # the same frame from an (n, 3) array of targets: one row per vertex
+    whole = Simulation(v, f, quiet(solver=solver), pinned=[right, left])
+    targets = v.copy()
+    targets[right] += spread
+    targets[left] -= spread
+    whole.move_pins(targets)
+    whole.step()
+    np.testing.assert_array_equal(whole.positions, sim.positions)
+
+
+def test_pins_given_as_one_then_zero_are_moved_in_that_order(grid):
+    v, f, _ = grid(4, 4)
+    sim = Simulation(v, f, quiet(), pinned=[1, 0])
+    sim.move_pins([v[1] + (0.0, 0.0, 0.1), v[0]])
+    sim.step()
+    np.testing.assert_allclose(sim.positions[[1, 0]], [v[1] + (0.0, 0.0, 0.1), v[0]], atol=1e-12)
+
+
+def test_a_pin_mask_takes_its_targets_in_index_order(grid):
+    v, f, index = grid(6, 6)
+    mask = np.zeros(len(v), dtype=bool)
+    mask[[index[0, -1], index[0, 0]]] = True
+    sim = Simulation(v, f, quiet(), pinned=mask)
+    first, last = index[0, 0], index[0, -1]
+    sim.move_pins([v[first] + (0.0, 0.1, 0.0), v[last] - (0.0, 0.1, 0.0)])
+    sim.step()
+    np.testing.assert_allclose(sim.positions[first], v[first] + (0.0, 0.1, 0.0), atol=1e-12)
+    np.testing.assert_allclose(sim.positions[last], v[last] - (0.0, 0.1, 0.0), atol=1e-12)
+
+
+def test_parts_take_their_pin_targets_part_by_part_each_in_its_own_order(grid):
+    v, f, index = grid(4, 4)
+    lower = v - (0.0, 0.0, 1.0)
+    sim = Simulation.from_parts([ClothPart(v, f, pinned=[3, 0]), ClothPart(lower, f, pinned=[2, 1])],
+                                settings=quiet())
+    second = sim.parts[1].start
+    lift = (0.0, 0.0, 0.1)
+    targets = [v[3] + lift, v[0], lower[2], lower[1] + lift]
+    sim.move_pins(targets)
+    sim.step()
+    np.testing.assert_allclose(sim.positions[[3, 0, second + 2, second + 1]], targets, atol=1e-12)
+
+
+def test_a_pin_listed_twice_is_refused(grid):
+    v, f, _ = grid(4, 4)
+    with pytest.raises(ValueError, match="pinned lists vertex 2 more than once"):
+        Simulation(v, f, pinned=[2, 5, 2])
+    with pytest.raises(ValueError, match="pinned"):
+        Simulation.from_parts([ClothPart(v, f, pinned=[1, 1])])
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from cloth_addon.core import Settings, Simulation, WindField, scenes
+from cloth_addon.core import Settings, Simulation, WindField
 from cloth_addon.core.forces import aerodynamic_forces, external_acceleration
 from cloth_addon.core.model import build_model
 from cloth_addon.core.wind import air_velocity, blender_falloff
+from tools import scenes
 
 
 def _blender_falloff(fac, usemin, mindist, usemax, maxdist, power):

@@ -34,7 +34,7 @@ from .factor import factorize
 from .vertex_newton import VertexNewton
 
 # Spectral-radius estimate for Chebyshev when the settings give none. `python build.py paper`
-# sweeps it on the paper's two scenes (the README has the numbers): after 10 iterations the
+# sweeps it on the paper's two scenes (docs/BENCHMARKS.md has the numbers): after 10 iterations the
 # error falls as rho rises to 0.95 and rises again by 0.99; too high a rho amplifies the slow
 # modes instead of damping them.
 DEFAULT_RHO = 0.95

@@ -13,11 +13,25 @@ the depth of a point is its distance to the nearest face plane, exact for convex
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .geometry import segment_triangle_hits
-
 
 def _dot(u, v):
     return np.einsum("ij,ij->i", u, v)
+
+
+def segment_triangle_hits(p0, p1, a, b, c, eps=1e-12):
+    """(k,) bool: the segment p0 -> p1 crosses the triangle (a, b, c) (touching counts).
+
+    Signed volumes: the endpoints are on opposite sides of the triangle's plane and the segment's
+    line passes inside all three edges.
+    """
+    def volume(u, v, w, x):
+        return _dot(np.cross(v - u, w - u), x - u)
+
+    s0, s1 = volume(a, b, c, p0), volume(a, b, c, p1)
+    straddles = (s0 * s1 <= 0) & ((np.abs(s0) > eps) | (np.abs(s1) > eps))
+    e0, e1, e2 = volume(p0, p1, a, b), volume(p0, p1, b, c), volume(p0, p1, c, a)
+    inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
+    return straddles & inside
 
 
 # The crossing count works in batches of edges and of candidate pairs, so that a dense pile (or

@@ -1,4 +1,6 @@
-"""Reference meshes and scenes: grids for scripts and benchmarks, and the paper's test problems.
+"""Reference meshes and scenes for tests, benchmarks and the demo (not shipped with the add-on):
+grids, a flag, sewn panels, a capsule, a cloth cube, a UV sphere, the buckling scenes and the
+paper's test problems.
 
 The paper's setup (Liu et al. 2013): a 50 x 50 particle sheet, 4,802 triangles, h = 1/30 s.
 `paper_problem` freezes one implicit Euler step of it, so that solvers can be compared on
@@ -9,9 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import forces
-from .settings import Settings
-from .simulation import Simulation
+from cloth_addon.core import Settings, Simulation, forces
 
 
 def grid(nx: int, ny: int, size: float = 1.0, plane: str = "xz", triangles: bool = False):
@@ -150,6 +150,26 @@ def capsule(radius: float = 0.2, length: float = 1.2, segments: int = 24, rings:
     triangles = np.concatenate([caps_top, quads, caps_bottom]).astype(np.int64)
     order = {"x": [2, 0, 1], "y": [1, 2, 0], "z": [0, 1, 2]}[axis]  # cyclic: keeps the winding
     return vertices[:, order] + np.asarray(center, dtype=np.float64), triangles
+
+
+def uv_sphere(radius=1.0, segments=32, rings=16, center=(0.0, 0.0, 0.0)):
+    """A closed UV sphere like Blender's: (vertices (v, 3) float64, triangles (t, 3) int64),
+    outward-facing, poles at +-Z."""
+    if segments < 3 or rings < 2 or not radius > 0.0:
+        raise ValueError("uv_sphere needs segments >= 3, rings >= 2 and radius > 0")
+    theta = np.linspace(0.0, np.pi, rings + 1)[1:-1]  # latitudes without the poles
+    phi = np.linspace(0.0, 2.0 * np.pi, segments, endpoint=False)
+    t, f = np.meshgrid(theta, phi, indexing="ij")
+    ring = np.stack([np.sin(t) * np.cos(f), np.sin(t) * np.sin(f), np.cos(t)], axis=-1).reshape(-1, 3)
+    vertices = np.concatenate([[(0.0, 0.0, 1.0)], ring, [(0.0, 0.0, -1.0)]]) * radius + np.asarray(center)
+    top, bottom = 0, len(vertices) - 1
+    index = 1 + np.arange((rings - 1) * segments).reshape(rings - 1, segments)
+    nxt = np.roll(index, -1, axis=1)
+    caps_top = np.stack([np.full(segments, top), index[0], nxt[0]], axis=1)
+    caps_bottom = np.stack([np.full(segments, bottom), nxt[-1], index[-1]], axis=1)
+    a, b, c, d = index[:-1], nxt[:-1], nxt[1:], index[1:]
+    quads = np.concatenate([np.stack([a, d, c], -1).reshape(-1, 3), np.stack([a, c, b], -1).reshape(-1, 3)])
+    return vertices, np.concatenate([caps_top, quads, caps_bottom]).astype(np.int64)
 
 
 def cloth_cube(n: int = 10, size: float = 0.5, center=(0.0, 0.0, 0.0)):
