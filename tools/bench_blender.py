@@ -140,9 +140,10 @@ class Scene:
 
 
 # Suzanne lying face-up, SUZANNE_WIDTH m across (x), her lowest point on the floor: her highest
-# point is then SUZANNE_TOP m up (Blender's monkey is 2.73 x 1.98 x 1.70 at size 2)
+# point is then SUZANNE_TOP m up (Blender's monkey is 2.73 wide, 1.70 deep and 1.97 high at size 2;
+# lying face-up, her depth is her height)
 SUZANNE_WIDTH = 1.4
-SUZANNE_TOP = SUZANNE_WIDTH * 1.98 / 2.73
+SUZANNE_TOP = SUZANNE_WIDTH * 1.70 / 2.73
 
 # Frame counts: long enough to see the cloth settle (or, for the flag, keep moving for 2 s after
 # its start-up), short enough for a whole run in minutes on 2 cores. Blender's self-collision at
@@ -308,8 +309,9 @@ def suzanne_object(subdivided: bool):
     import bpy
 
     scale = SUZANNE_WIDTH / 2.73
-    bpy.ops.mesh.primitive_monkey_add(size=2.0, rotation=(-np.pi / 2, 0.0, 0.0), scale=(scale,) * 3)
+    bpy.ops.mesh.primitive_monkey_add(size=2.0, rotation=(-np.pi / 2, 0.0, 0.0))
     monkey = bpy.context.active_object
+    monkey.scale = (scale,) * 3  # (the operator's own scale argument leaves the object at 1)
     monkey.color = BODY_COLOUR
     bpy.ops.object.shade_smooth()
     if subdivided:

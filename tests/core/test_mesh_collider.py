@@ -328,3 +328,65 @@ def test_prepared_for_another_cloth_is_not_used():
     _, distance, inside, _ = collider.closest(positions)
     assert not inside.any() and distance[0] == pytest.approx(0.01)
     assert positions[1] == pytest.approx((0.0, 0.0, 0.8))
+
+
+def _distances(points, vertices, triangles):
+    """(n, t) exact distances of points (n, 3) to every triangle, brute force."""
+    n, t = len(points), len(triangles)
+    corners = vertices[triangles]
+    every = np.repeat(points, t, axis=0)
+    q, _, _ = closest_points(every, *(np.tile(corners[:, k], (n, 1)) for k in range(3)))
+    return np.linalg.norm(every - q, axis=1).reshape(n, t)
+
+
+def _pairs_of(ids, rows, tri, n):
+    """The (particle, triangle) pairs of a select answer as a set of tuples."""
+    assert len(ids) == len(np.unique(ids)) and np.all(ids < n)
+    return set(zip(ids[rows].tolist(), tri.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("moving", [False, True])
+def test_remembered_pairs_hold_what_each_query_asks_brute_force(moving):
+    # a ball on a large floor: their centroids are searched in two size groups
+    ball, ball_triangles = uv_sphere(0.5, 24, 12)
+    floor = np.array([(-1.5, -1.5, -0.55), (1.5, -1.5, -0.55), (1.5, 1.5, -0.55), (-1.5, 1.5, -0.55)])
+    vertices = np.concatenate([ball, floor])
+    triangles = np.concatenate([ball_triangles, len(ball) + np.array([(0, 1, 2), (0, 2, 3)])])
+    start = vertices - (0.02, 0.0, 0.01) if moving else vertices
+    collider = MeshCollider(start, triangles)
+    collider.update(vertices)
+    rng = np.random.default_rng(7)
+    direction = rng.normal(size=(240, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    centre = direction * rng.uniform(0.35, 0.7, size=(240, 1))
+    movable = np.ones(240, dtype=bool)
+    movable[:8] = False
+    collider.remember_near(centre, 0.12, movable, sweep_from=start)
+    assert len(collider.surface.groups) > 1
+    # a later substep that reuses them: its own, smaller reach around where the cloth is now
+    positions = centre + rng.normal(scale=0.01, size=centre.shape)
+    collider.remember_near(positions, 0.06, movable, sweep_from=start)
+    now, then = _distances(positions, vertices, triangles), _distances(positions, start, triangles)
+    distance = np.minimum(now, then)  # the swept triangle comes at least this near
+    need = rng.uniform(0.02, 0.08, size=240)
+    least = rng.uniform(0.0, 0.03, size=240)
+    nearest = now.argmin(axis=1)
+    inside = np.linalg.norm(positions, axis=1) < 0.45  # well inside the (closed) sphere
+    assert inside[movable].sum() > 10
+    for query in (dict(), dict(least=least)):
+        found = _pairs_of(*collider.broad.select(positions, movable, need, start, **query), 240)
+        reach = need if not query else np.minimum(need, least)
+        for i in np.flatnonzero(movable):
+            wanted = set(np.flatnonzero(distance[i] <= reach[i]).tolist())
+            listed = {t for p, t in found if p == i}
+            # deep inside with no triangle within reach: the ones that can hold its closest point
+            # (with others, proximity looks those up once it finds the particle inside)
+            if now[i, nearest[i]] <= need[i] or (inside[i] and not listed):
+                wanted.add(int(nearest[i]))
+            missing = wanted - listed
+            assert not missing, f"particle {i} ({query and 'least'}) lacks triangles {sorted(missing)}"
+        assert not any(p in np.flatnonzero(~movable) for p, _ in found)
+    # the size-grouped centroid search against brute force
+    rows, tri = collider.surface.pairs(positions, 0.05)
+    listed = set(zip(rows.tolist(), tri.tolist(), strict=True))
+    assert {(int(i), int(t)) for i, t in zip(*np.nonzero(now <= 0.05), strict=True)} <= listed

@@ -6,10 +6,21 @@ triangle its path could cross and every triangle near where the response puts it
 from what `remember_near` found (once a substep, from the contact stage) where that covers the
 query, else they are looked up for the particles it does not cover: small meshes test every
 pair's plane and bounding box at once, larger ones first take the triangles whose centroid lies
-within R + that distance + shift (a k-d tree; R: largest centroid-to-corner distance, shift: the
-collider's largest vertex motion); then a lower bound of the distance (standing still) or the
-swept bounding box (moving) keeps the near ones. Particles deep inside a closed part also get
-every triangle that can hold their closest point.
+within that distance + shift + the triangle's radius (k-d trees of the triangles grouped by size;
+shift: the collider's largest vertex motion); then a lower bound of the distance (standing still)
+or the swept bounding box (moving) keeps the near ones. Particles deep inside a closed part also
+get every triangle that can hold their closest point.
+
+What `remember_near` finds reaches beyond any one projection's query (the whole substep's motion,
+and a spare for the next substeps); each remembered pair keeps that lower bound of its distance,
+so a projection takes only the pairs whose bound, less how far the particle has moved since, is
+within its query (one scalar test per pair before any geometry), and a substep that reuses what
+an earlier one remembered first keeps only the pairs within its own reach. The solver's
+projections ask for less still (`least`): the triangles within the particle's step (the ones its
+path may cross) and its nearest one (bounded by the nearest centroid from where it was
+remembered); only a particle whose crossing was undone needs every triangle within
+step + 2 reach. The narrow phase's work follows the particles' present need, not the remembered
+reach.
 """
 
 import numpy as np
@@ -26,13 +37,39 @@ _DENSE_TRIANGLES = 64
 _SPARE = 1.25
 
 
+class _Remembered:
+    """What remember_near found: geometry, before: the surface's vertices (v, 3) and where its
+    sweep started; centre (n, 3) m: the particles when it looked; limit (n,) m: how far it looked
+    (-inf: not at all); ids (k,): the particles with pairs; rows (m,) into ids, tri (m,), low (m,)
+    m: the pairs and a lower bound of their distance from the centre over the sweep; above (n,) m:
+    an upper bound of each centre's distance to the surface now (inf where it has no pairs); inside
+    (n,) bool: which particles are inside a closed part at the centre, known where checked (n,) is."""
+
+    def __init__(self, geometry, before, centre, limit, ids, rows, tri, low, above):
+        self.geometry, self.before, self.centre, self.limit = geometry, before, centre, limit
+        self.ids, self.rows, self.tri, self.low, self.above = ids, rows, tri, low, above
+        self.checked = np.ones(len(centre), dtype=bool)
+        self.checked[ids] = False
+        self.inside = np.zeros(len(centre), dtype=bool)
+
+    def within(self, limit):
+        """The same, holding only the pairs that can be within limit (n,) m of the centres (the
+        particles keep their rows, and share what is found out about their sides)."""
+        keep = np.flatnonzero(self.low <= np.take(np.take(limit, self.ids), self.rows))
+        narrow = _Remembered(self.geometry, self.before, self.centre, limit, self.ids, self.rows[keep],
+                             self.tri[keep], self.low[keep], self.above)
+        narrow.checked, narrow.inside = self.checked, self.inside
+        return narrow
+
+
 class MeshBroadPhase:
     """Candidate (particle, triangle) pairs of a surface.Surface; narrow: its NarrowPhase."""
 
     def __init__(self, surface, narrow):
         self.surface = surface
         self.narrow = narrow
-        self.cache = None  # what remember_near found
+        self.kept = None  # _Remembered: what remember_near found
+        self.cache = None  # the part of it this substep's projections look at
 
     def remember_near(self, positions, radius, movable, before) -> None:
         """Remember the triangles near each particle, so that later `project` and `contact_normals`
@@ -47,50 +84,80 @@ class MeshBroadPhase:
         radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), len(positions))
         if len(positions) and self.surface.apart(float(radius.max()) * _SPARE, before, positions):
             return  # nothing near: a projection that finds a particle near the mesh looks it up
-        cache = self.cache
-        if self.cached(before, len(positions)) and cache[1] is before:
-            gap = positions - cache[2]
-            if np.all(np.sqrt(np.einsum("ij,ij->i", gap, gap)) + radius <= cache[3], where=movable):
-                return  # what is remembered already covers it (a cloth at rest on a still mesh)
+        kept = self.kept
+        if self.cached(before, len(positions)) and kept is not None and kept.before is before:
+            gap = positions - kept.centre
+            limit = np.sqrt(np.einsum("ij,ij->i", gap, gap)) + radius
+            if np.all(limit <= kept.limit, where=movable):
+                # what is remembered covers it (a cloth at rest on a still mesh): this substep's
+                # projections look only at the pairs within its own radius
+                self.cache = kept.within(np.where(movable, limit, -np.inf))
+                return
         positions = np.array(positions, dtype=np.float64)
         limit = np.where(movable, radius * _SPARE, -np.inf)
         idx = np.flatnonzero(movable)
-        rows, tri = self.near(positions[idx], limit[idx], before)
+        rows, tri, low = self.near(positions[idx], limit[idx], before)
         has = np.zeros(len(positions), dtype=bool)
         has[idx[rows]] = True
-        ids = np.flatnonzero(has)
         rank = np.cumsum(has) - 1
-        # the pairs' triangle data, gathered once for the calls that use every remembered pair
-        per_pair = (np.take(self.surface.frame, tri, axis=0), np.take(self.surface.frame_offset, tri, axis=0),
-                    np.take(self.surface.altitude, tri, axis=0))
-        self.cache = (self.surface.vertices, before, positions, limit, has, ids, rank[idx[rows]], tri,
-                      self.inside(positions, movable & ~has))
-        self.surface.prepared = (tri, *per_pair)
+        ids = np.flatnonzero(has)
+        # the nearest centroid is on the surface: no farther than it is the nearest point
+        above = np.full(len(positions), np.inf)
+        above[ids] = self.surface.tree.query(positions[ids], k=1)[0]
+        self.kept = _Remembered(self.surface.vertices, before, positions, limit, ids, rank[idx[rows]], tri,
+                                low, above)
+        self.cache = self.kept.within(np.where(movable, radius, -np.inf))
+        # A particle with no triangle within its limit stays on the side it was on while it stays
+        # within the limit: those inside a closed part need the deep search.
+        self.kept.inside |= self.inside(positions, movable & ~has)
 
-    def select(self, points, movable, need, before):
+    def select(self, points, movable, need, before, least=None):
         """Candidate pairs: (particle ids (k,), rows (m,) into them, triangles (m,)) with every
         triangle (swept from `before` to now) within `need` (scalar or (n,), m) of each movable
         point of points (n, 3), and for a point deep inside a closed part the triangles that can
-        hold its closest point. From the `prepare` cache where it covers the query."""
+        hold its closest point. From the `prepare` cache where it covers the query.
+
+        least: scalar or (n,) m, or None. Given, a point's pairs from the cache need only hold every
+        triangle within `least`, and its nearest triangle where that is within `need`: those
+        within need of a point resting on a finely meshed body are many, its nearest few."""
         if not self.cached(before, len(points)):
             return self.lookup(points, np.flatnonzero(movable), need, before)
-        _, _, centre, limit, has, ids, rows, tri, inside = self.cache
-        gap = points - centre
-        fresh = movable & (np.sqrt(np.einsum("ij,ij->i", gap, gap)) + need > limit)
-        # A particle with no triangle within its limit stays on the side it was on while it stays
-        # within the limit: only those that were inside a closed part need the deep search.
-        fresh |= movable & inside
-        keep = np.take(movable & ~fresh, ids)
-        if not np.all(keep):
-            pair = keep[rows]
-            rows, tri = (np.cumsum(keep) - 1)[rows[pair]], tri[pair]
-            ids = ids[keep]
-        more = np.flatnonzero(fresh)
+        cache = self.cache
+        ids, rows, tri = cache.ids, cache.rows, cache.tri
+        gap = points - cache.centre
+        shift = np.sqrt(np.einsum("ij,ij->i", gap, gap))  # (n,) m, from the centre
+        wanted = movable & (shift + need <= cache.limit) & ~cache.inside
+        if least is not None:
+            # the nearest triangle is no farther than the centre's bound and the shift since
+            need = np.minimum(need, np.maximum(least, cache.above + shift))
+        reach = shift + need  # (n,): from the centre, m
+        # a pair farther from the centre than the particle's reach from it is farther than need
+        pair = np.take(np.take(wanted, ids), rows) & (cache.low <= np.take(np.take(reach, ids), rows))
+        if not np.all(pair):
+            used = np.zeros(len(ids), dtype=bool)
+            used[rows[pair]] = True
+            # A particle left with no pair has none within its reach of the centre, so it is on
+            # the side it was on there: those inside a closed part need the deep search.
+            self.check_inside(ids[np.take(wanted, ids) & ~used])
+            rows, tri = (np.cumsum(used) - 1)[rows[pair]], tri[pair]
+            ids = ids[used]
+        more = np.flatnonzero(movable & (~wanted | cache.inside))
         if len(more) == 0:
             return ids, rows, tri
         more, more_rows, more_tri = self.lookup(points, more, need, before)
         return (np.concatenate([ids, more]), np.concatenate([rows, more_rows + len(ids)]),
                 np.concatenate([tri, more_tri]))
+
+    def check_inside(self, which):
+        """Find out, for the particles `which` (k,) whose side is not known yet, whether they were
+        inside a closed part at the cache's centre (once per cache)."""
+        cache = self.cache
+        which = which[~cache.checked[which]]
+        if len(which):
+            mask = np.zeros(len(cache.centre), dtype=bool)
+            mask[which] = True
+            cache.inside |= self.inside(cache.centre, mask)
+            cache.checked[which] = True
 
     def inside(self, points, which):
         """(n,) bool: which of points (n, 3) (those in the mask `which`) are inside a closed part."""
@@ -110,22 +177,23 @@ class MeshBroadPhase:
         """Whether the prepare cache is for this geometry (swept from `before`) and `count` particles."""
         cache = self.cache
         # (a cache over the sweep also holds every triangle near the collider where it is now)
-        return (cache is not None and cache[0] is self.surface.vertices and len(cache[2]) == count
-                and (cache[1] is before or before is self.surface.vertices))
+        return (cache is not None and cache.geometry is self.surface.vertices and len(cache.centre) == count
+                and (cache.before is before or before is self.surface.vertices))
 
     def lookup(self, points, ids, need, before):
         """_select without the cache, for the particles `ids` (k,) only."""
         p = points[ids]
-        rows, tri = self.near(p, np.broadcast_to(need, len(points))[ids], before)
+        rows, tri, _ = self.near(p, np.broadcast_to(need, len(points))[ids], before)
         rows, tri = self.add_deep(p, rows, tri)
         used = np.zeros(len(ids), dtype=bool)
         used[rows] = True
         return ids[used], (np.cumsum(used) - 1)[rows], tri
 
     def near(self, points, radius, before):
-        """(rows, triangles) int64: the pairs of points (k, 3) and triangles that may
-        come within radius (k,) of the point: over the sweep from `before` to now, the triangle's
-        bounding box does; standing still, a lower bound of the distance (_outside) does."""
+        """(rows, triangles) int64 and (m,) m, a lower bound of their distance: the pairs of points
+        (k, 3) and triangles that may come within radius (k,) of the point: over the sweep from
+        `before` to now, the triangle's bounding box does; standing still, a lower bound of the
+        distance (_outside) does."""
         still = before is self.surface.vertices
         if still:
             lo, hi = self.surface.lo, self.surface.hi
@@ -146,16 +214,17 @@ class MeshBroadPhase:
                 pr, tri = np.repeat(np.arange(len(p)), count), np.tile(np.arange(count), len(p))
         else:
             shift = 0.0 if still else float(geometry.vector_lengths(self.surface.vertices - before).max())
-            pr, tri = self.surface.pairs(p, self.surface.radius + radius + shift)
+            pr, tri = self.surface.pairs(p, radius + shift)
         if still:
             plane = self.narrow.plane_coordinates(p, pr, tri)
             bound = plane[:, 0] ** 2 + np.maximum(self.narrow.outside(plane, tri), 0.0) ** 2
-            keep = ~(bound > radius[pr] ** 2)  # zero-area triangles (NaN) stay
+            bound[np.isnan(bound)] = 0.0  # zero-area triangles stay
         else:
             q = p[pr]
             gap = np.maximum(lo[tri] - q, 0.0) + np.maximum(q - hi[tri], 0.0)
-            keep = np.einsum("ij,ij->i", gap, gap) <= radius[pr] ** 2
-        return rows[pr[keep]], tri[keep]
+            bound = np.einsum("ij,ij->i", gap, gap)
+        keep = np.flatnonzero(bound <= radius[pr] ** 2)
+        return rows[pr[keep]], tri[keep], np.sqrt(bound[keep])
 
     def add_deep(self, p, rows, tri):
         """Pairs for particles deep inside a closed part (beyond the band the broad phase sees):
@@ -173,7 +242,7 @@ class MeshBroadPhase:
 
     def deep_pairs(self, points):
         """(rows, triangles): for each of points (k, 3), every triangle that can hold its closest point."""
-        # The closest triangle's centroid is at most (distance to the nearest centroid) + R away.
+        # The closest point is no farther than the nearest centroid (with a rounding margin).
         nearest, _ = self.surface.tree.query(points, k=1)
-        return self.surface.pairs(points, nearest + self.surface.radius * (1.0 + 1e-9))
+        return self.surface.pairs(points, nearest * (1.0 + 1e-9) + 1e-12)
 

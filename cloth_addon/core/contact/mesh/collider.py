@@ -271,10 +271,13 @@ class MeshCollider(Collider):
         mu = friction_coefficient(self, friction)
         motion = self.vertices - before if before is not self.vertices else None
         # Every triangle the path previous -> positions can cross is within the step of its end,
-        # and every triangle near where the response puts it within step + 2 reach.
+        # and every triangle near where the response puts it within step + 2 reach: those of a
+        # particle the crossings move (few) are looked up again below; the others need only their
+        # nearest triangle and those within the step.
         step = positions - previous
         step = np.sqrt(np.einsum("ij,ij->i", step, step))
-        idx, rows, tri = self.broad.select(positions, movable, step + 2.0 * reach, before)
+        need = step + 2.0 * reach
+        idx, rows, tri = self.broad.select(positions, movable, need, before, least=step)
         if len(rows) == 0:
             # no movable particle has a triangle within 2 reach: none touches (contact_normals)
             self._no_contacts(positions, 2.0 * reach, movable)
@@ -287,11 +290,8 @@ class MeshCollider(Collider):
         plane = self.narrow.plane_coordinates(p, rows, tri)
         moved = self.response.crossings(p, p0, rows, tri, plane, before, reach, mu, motion)
         if len(moved):
-            again = np.zeros(len(idx), dtype=bool)
-            again[moved] = True
-            again = np.flatnonzero(np.take(again, rows))
-            plane[again] = self.narrow.plane_coordinates(p, rows[again], tri[again])
-        covered = np.take(step, idx) + 2.0 * reach
+            rows, tri, plane = self._after_crossings(p, idx, rows, tri, plane, moved, need, before)
+        covered = np.take(need, idx)
         nearest = self.response.proximity(p, p0, rows, tri, plane, covered, reach, mu, motion)
         if not whole:
             positions[idx] = p
@@ -300,6 +300,23 @@ class MeshCollider(Collider):
             sel, *found = nearest
             self._last_contacts = (self.vertices, positions.copy(), 2.0 * reach,
                                    *_in_particle_order(idx[sel], *found), movable)
+
+    def _after_crossings(self, p, idx, rows, tri, plane, moved, need, before):
+        """The pairs (rows, tri, plane) of _vertex_contacts once the crossings moved the particles
+        `moved` (rows into idx) back out: every triangle within need (n,) m of where they are now
+        (p (k, 3)), with their plane coordinates there."""
+        positions = np.zeros((len(need), 3))
+        positions[idx[moved]] = p[moved]
+        mask = np.zeros(len(need), dtype=bool)
+        mask[idx[moved]] = True
+        ids, more_rows, more_tri = self.broad.select(positions, mask, need, before)
+        at = np.full(len(need), -1)
+        at[idx] = np.arange(len(idx))
+        keep = ~np.isin(rows, moved)
+        rows = np.concatenate([rows[keep], at[ids][more_rows]])
+        tri = np.concatenate([tri[keep], more_tri])
+        return rows, tri, np.concatenate([plane[keep], self.narrow.plane_coordinates(p, rows[keep.sum():],
+                                                                                      tri[keep.sum():])])
 
     def _no_contacts(self, positions, covered, tested):
         """Remember that no particle of positions (n, 3) (of those in the mask `tested`, None:

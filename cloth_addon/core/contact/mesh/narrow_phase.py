@@ -33,7 +33,7 @@ class NarrowPhase:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         self.surface.refresh()
         if np.isfinite(max_distance):
-            rows, tri = self.surface.pairs(points, self.surface.radius + float(max_distance))
+            rows, tri = self.surface.pairs(points, float(max_distance))
         else:
             rows = np.repeat(np.arange(len(points)), len(self.surface.triangles))
             tri = np.tile(np.arange(len(self.surface.triangles)), len(points))
@@ -54,17 +54,10 @@ class NarrowPhase:
 
     def plane_coordinates(self, points, rows, tri):
         """(m, 3) height of points[rows] over the planes of triangles tri, and its barycentric v, w."""
-        if self.all_prepared(tri):
-            _, frame, offset, _ = self.surface.prepared
-        else:  # np.take: a fraction of the cost of fancy indexing on these small arrays
-            frame = np.take(self.surface.frame, tri, axis=0)
-            offset = np.take(self.surface.frame_offset, tri, axis=0)
+        # np.take: a fraction of the cost of fancy indexing on these small arrays
+        frame = np.take(self.surface.frame, tri, axis=0)
+        offset = np.take(self.surface.frame_offset, tri, axis=0)
         return np.einsum("ij,ikj->ik", np.take(points, rows, axis=0), frame) - offset
-
-    def all_prepared(self, tri):
-        """Whether tri is every pair prepare found, unchanged (their triangle data is gathered)."""
-        prepared = self.surface.prepared
-        return prepared is not None and tri is prepared[0]
 
     def nearest(self, points, rows, tri, plane=None):
         """Per point that has pairs, its nearest pair: (rows (ascending), q, distance, triangle,
@@ -153,9 +146,6 @@ class NarrowPhase:
         """(m,) how far the foot of each pair's point on its triangle's plane lies outside the
         triangle, at least (distance to the farthest edge line it is beyond; <= 0 inside)."""
         v, w = plane[:, 1], plane[:, 2]
-        if self.all_prepared(tri):
-            alt = self.surface.prepared[3]
-        else:
-            alt = np.take(self.surface.altitude, tri, axis=0)
+        alt = np.take(self.surface.altitude, tri, axis=0)
         return np.maximum(np.maximum((v + w - 1.0) * alt[:, 0], -v * alt[:, 1]), -w * alt[:, 2])
 

@@ -15,15 +15,13 @@ from .. import sphere_search
 
 class Surface:
     """vertices (v, 3) float64 m (reassign to move; `refresh` rebuilds what depends on them),
-    triangles (t, 3) int64, closed (t,) bool. prepared: (triangles (m,), their frames, frame
-    offsets and altitudes) gathered once for the pairs the broad phase remembered, or None."""
+    triangles (t, 3) int64, closed (t,) bool."""
 
     def __init__(self, vertices, triangles):
         self.triangles = triangles
         self._topology()
         self.vertices = vertices
         self.geometry_of = None
-        self.prepared = None
 
     def _topology(self):
         """Edges, the triangles of each edge, and which triangles are part of a closed surface."""
@@ -80,8 +78,10 @@ class Surface:
         # Per triangle, the pseudo-normal of each region (distance.FACE, VERTEX_A..C, EDGE_AB..CA).
         self.features = np.concatenate([normal[:, None], vertex_normal[tris], edge_normal[self.tri_edges]],
                                         axis=1).reshape(-1, 3)
-        self.radius = float(np.linalg.norm(corners - centroid[:, None], axis=2).max())
+        each = np.linalg.norm(corners - centroid[:, None], axis=2).max(axis=1)
+        self.radius = float(each.max())
         self.tree = cKDTree(centroid)
+        self.groups = _radius_groups(centroid, each, self.tree)
         self.lo, self.hi = corners.min(axis=1), corners.max(axis=1)
         self.bounds = geometry.bounds(v)
         # Plane coordinates: (p - a) . [n, g1, g2] = (height over the plane, barycentric v, w), with
@@ -109,9 +109,14 @@ class Surface:
         """(k, 3) pseudo-normal of the closest feature (face, edge or vertex) of triangles `tri`."""
         return np.take(self.features, tri * 7 + region, axis=0)
 
-    def pairs(self, points, radius):
-        """(particle rows, triangle indices) of centroids within `radius` (scalar or (k,)) of points."""
-        return sphere_search.ball_pairs(self.tree, points, radius)
+    def pairs(self, points, distance):
+        """(particle rows, triangle indices): the triangles that may come within `distance` (scalar
+        or (k,), m) of points (k, 3): their centroids are within it plus their own radius."""
+        if len(self.groups) == 1:
+            return sphere_search.ball_pairs(self.tree, points, distance + self.radius)
+        found = [sphere_search.ball_pairs(tree, points, distance + radius) for _, tree, radius in self.groups]
+        return (np.concatenate([rows for rows, _ in found]),
+                np.concatenate([ids[tri] for (ids, _, _), (_, tri) in zip(self.groups, found, strict=True)]))
 
     def apart(self, distance, before, *points):
         """Whether the bounding box of the point sets (k, 3) (a cloth's start and end: its paths)
@@ -128,3 +133,26 @@ class Surface:
         p_high = np.max([box[1] for box in boxes], axis=0)
         return bool(np.any(p_low > high + distance) or np.any(p_high < low - distance))
 
+
+
+# Triangles are grouped by their radius in powers of two below the largest, down to this fraction
+# of it: a centroid search pads each group by its own largest radius, not the mesh's (a few large
+# triangles on a finely meshed body would pad every query by theirs).
+_SMALLEST_GROUP = 1.0 / 8.0
+
+
+def _radius_groups(centroid, radius, tree):
+    """[(triangle ids, k-d tree of their centroids, their largest radius)] for centroids (t, 3) and
+    radii (t,) m; one group (with `tree`, of every centroid) when they are alike."""
+    from scipy.spatial import cKDTree
+
+    top = float(radius.max())
+    level = np.ceil(np.log2(np.maximum(radius, top * _SMALLEST_GROUP) / top)).astype(np.int64)
+    levels = np.unique(level)
+    if len(levels) == 1:
+        return [(np.arange(len(radius)), tree, top)]
+    groups = []
+    for value in levels:
+        ids = np.flatnonzero(level == value)
+        groups.append((ids, cKDTree(centroid[ids]), float(radius[ids].max())))
+    return groups
