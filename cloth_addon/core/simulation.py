@@ -1,12 +1,12 @@
 """Simulation: the public entry point that ties model, state, solver, forces and colliders.
 
 One frame = `settings.substeps` substeps of h = dt / substeps. A substep:
-    colliders move to where they are at the end of the substep         (contact.py)
+    colliders move to where they are at the end of the substep         (contact/)
     accel    = gravity + drag/lift in the wind (+ gas pressure)           (forces.py, wind.py, pressure.py)
     x_new    = solver.advance(x, x_prev, accel, pins, contact)            (solvers/; the colliders
                project every iterate, so the springs see the contact within the step)
     x_new    = contact stage: colliders and self-contact resolved together, friction, and the
-               continuous check that keeps the cloth from passing through itself (contact.py)
+               continuous check that keeps the cloth from passing through itself (contact/)
     tearing  = springs longer than rest * tear_factor break for good
 """
 

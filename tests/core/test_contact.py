@@ -328,7 +328,7 @@ def test_sharp_features_are_a_box_s_rims_and_corners_not_a_sphere_s_facets():
     assert _sharp(plane, np.array([(0, 1, 2), (0, 2, 3)])) == (0, 0)  # open: no inside to keep out of
 
 
-@pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])  # Verlet keeps the seed's particle contact
+@pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])  # Verlet keeps vertex-only contact
 def test_strip_over_a_sharp_box_edge_never_cuts_into_it(solver):
     """A coarse strip (5 cm edges) falls across the rim of a box: the box's sharp edge and corner
     must keep the strip's edges out, not only its vertices, in every frame."""

@@ -20,16 +20,16 @@ One substep of a Simulation, around the solver:
                     interleaved so that neither undoes the other (a layer on a layer on the
                     floor); Coulomb friction from the normal velocity change each contact
                     caused (Bridson, Fedkiw, Anderson 2002); then the continuous self-contact
-                    check that makes the substep free of crossings (self_contact.py)
+                    check that makes the substep free of crossings (self_contact/)
 
 Colliders contact the cloth by features: cloth vertices against the collider's faces, cloth
-edges against a sphere (colliders.py, mesh_collider.py), and a mesh collider's sharp convex edges
-and corners against the cloth's edges and faces (mesh_features.py). Vertices are projected inside
-the solver's iterations too; edges and faces only in finish, after each vertex projection of the
-collider there (for solvers with contact_features: not Verlet, which keeps the seed's vertex
-contact). Those feature contacts carry their own Coulomb friction (on the push they make, as
-self-contact's do): a cloth edge hanging on a rim has vertices too far off the collider for the
-friction below.
+edges against a sphere (analytic.py, mesh/), and a mesh collider's sharp convex edges and corners
+against the cloth's edges and faces (mesh/sharp_features.py). Vertices are projected inside the
+solver's iterations too; edges and faces only in finish, after each vertex projection of the
+collider there (for solvers with contact_features: not Verlet, which keeps its JavaScript
+reference's vertex contact). Those feature contacts carry their own Coulomb friction (on the push
+they make, as self-contact's do): a cloth edge hanging on a rim has vertices too far off the
+collider for the friction below.
 
 Friction, per contact with unit normal n, collider surface displacement u over the substep,
 cloth displacement x1 - x0 and free-flight displacement y - x0 (y: the solver's inertial

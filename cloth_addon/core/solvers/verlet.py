@@ -85,9 +85,10 @@ class VerletSolver(InertialSolver):
             kept = active[group["ids"]]
             group["active"] = None if kept.all() else kept.astype(np.float64)
 
-    # The seed projects its particles out of colliders once, after the relaxation; keeping that
-    # (no projection inside the passes, no edge or corner features) keeps this solver the seed's
-    # algorithm (tests/core/test_verlet.py compares them). Self-contact is the same for all.
+    # The JavaScript demo this solver reproduces (docs/PHYSICS.md §3) projects its particles out of
+    # colliders once, after the relaxation; keeping that (no projection inside the passes, no edge
+    # or corner features) keeps this solver its algorithm (tests/core/test_verlet.py compares
+    # them). Self-contact is the same for all.
     contact_in_iterations = False
     contact_features = False
 

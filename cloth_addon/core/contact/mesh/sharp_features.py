@@ -1,6 +1,6 @@
 """A mesh collider's sharp convex edges and corners against the cloth's edges and faces.
 
-Vertex contact (mesh_collider.py) keeps every cloth vertex `reach` off the surface, but a sharp
+Vertex contact (mesh/response.py) keeps every cloth vertex `reach` off the surface, but a sharp
 feature of the collider (a table's rim, a box's corner) can still pass between the vertices: into
 a cloth edge, or through a cloth triangle. Here, once the solver is done:
 
