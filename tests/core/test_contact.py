@@ -215,7 +215,8 @@ def test_contact_forces_carried_over_substeps_keep_a_pushed_curtain_from_stretch
     monkeypatch.setattr(fast_mass_spring, "CONTACT_EXTRA", 1)
     default_cold = _worst_p95_strain_of_a_curtain_pushed_by_a_ball()
     assert warm < 0.035
-    assert warm < 0.75 * cold
+    # (the vertex step, kept out of the colliders along their push, takes up part of it too)
+    assert warm < 0.8 * cold
     # with the defaults it still pays, if less: the vertex Newton step after the iterations
     # (solvers/vertex_newton.py) takes up part of what the memory does (0.92 of cold)
     assert default_warm < 0.95 * default_cold
@@ -248,20 +249,21 @@ def _tablecloth_landing_on_a_box(monkeypatch, extra):
     return worst, extras
 
 
-def test_a_landing_gets_an_extra_iteration_and_stretches_less_while_flight_and_rest_do_not(monkeypatch):
+def test_a_landing_on_a_box_stays_unstretched_and_only_the_landing_gets_extra_iterations(monkeypatch):
     """Where a contact's projection still moves the cloth by more than CONTACT_TOLERANCE edge
-    lengths in the last iteration, the springs have not seen it: one more iteration lets them
-    take up the landing's jolt on the box's rim instead of leaving it as stretch. Only the
-    substeps where the cloth lands pay for it: free fall and the cloth at rest on the box run the
-    iterations asked for. (A landing on a ball no longer needs it: the vertex Newton step after the
-    iterations takes up its smaller corrections.)"""
+    lengths in the last iteration, the springs have not seen it, and one more iteration lets them
+    take it up. Only the substeps where the cloth lands may pay for it: free fall and the cloth at
+    rest on the box run the iterations asked for. The landing's jolt on the box's rim stays out of
+    the stretch with or without it (the vertex Newton step, kept off what a mesh collider holds,
+    no longer fights the rim's projection, which once needed an extra iteration in most of the
+    landing's frames)."""
     plain, none = _tablecloth_landing_on_a_box(monkeypatch, 0)
     landing, extras = _tablecloth_landing_on_a_box(monkeypatch, 1)
     assert sum(none) == 0
-    assert sum(extras) > 10
+    assert sum(extras[6:16]) > 0  # the landing
     assert sum(extras[:6]) == 0  # still falling (it reaches the box in frame 7)
-    assert sum(extras[20:36]) == 0  # lying on the box
-    assert landing < 0.8 * plain
+    assert sum(extras[20:]) == 0  # lying on the box
+    assert plain < 0.035 and landing < 0.035
 
 
 def _fast_mesh_ball_through_a_curtain(speed, frames=12):

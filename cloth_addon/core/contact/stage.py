@@ -115,12 +115,14 @@ class ContactStage:
         self._frame = []
         self._push = None  # (n, 3) contact forces carried to the next substep, or None
         self._iterating = None  # this substep's IterationContact, whose push finish carries on
+        self._mesh_touched = None  # (n,) bool, what mesh colliders moved in the last substep's iterations
 
     def forget(self) -> None:
         """Drop what the stage carries from one substep to the next (the cloth was reset or given
         a state, or a new solver)."""
         self._push = None
         self._iterating = None
+        self._mesh_touched = None
 
     # -- colliders over a frame ----------------------------------------------------------------
     def begin_frame(self, substeps: int) -> None:
@@ -164,12 +166,21 @@ class ContactStage:
         collider in place; its push starts as CONTACT_MEMORY times the forces the last substep
         ended with, and the solver leaves its final ones there for finish to carry on."""
         if not self.sim.colliders:
-            self._iterating = None
+            self._iterating = self._mesh_touched = None
             return None
         movable = ~self.sim.model.pinned
         margin = self.sim.settings.collision_distance
         colliders = [as_collider(body) for body in self.sim.colliders]
         prepared = []
+        # Which particles mesh colliders hold, for the solver's vertex step (fast_mass_spring.py
+        # leaves them and their neighbours to the iterations). Last substep's count too: a
+        # particle the projection has just let go of is still on the collider's edge.
+        touched = now = None
+        if any(not hasattr(c, "gaps") for c in colliders):
+            recent = self._mesh_touched
+            now = np.zeros(len(x0), dtype=bool)
+            touched = now.copy() if recent is None or len(recent) != len(now) else recent.copy()
+        self._mesh_touched = now
 
         def project(x):
             if not prepared:
@@ -178,10 +189,17 @@ class ContactStage:
             # vertices only: the solver's next iterate moves them again; features are resolved
             # once the solver is done (finish)
             for collider in colliders:
+                if touched is None or hasattr(collider, "gaps"):
+                    self._project(collider, x, x0, movable, margin, None)
+                    continue
+                before = x.copy()
                 self._project(collider, x, x0, movable, margin, None)
+                moved = np.any(x != before, axis=1)
+                now[moved] = True
+                touched[moved] = True
 
         carried = None if self._push is None else CONTACT_MEMORY * self._push
-        self._iterating = IterationContact(project, carried)
+        self._iterating = IterationContact(project, carried, touched)
         return self._iterating
 
     def _prepare(self, x0, x, movable, margin) -> None:

@@ -31,10 +31,13 @@ class IterationContact:
     push: (n, 3) float64 contact forces the iterations start from, in the right-hand side's units
         (mass times displacement, kg m), or None for none; `advance` replaces it with the forces
         its last iterate ended with (what the solver turned the projections into).
+    mesh_touching: (n,) bool, the particles a mesh collider's projection moved in this substep's
+        iterations (filled in as they run) or in the last substep's; None without mesh colliders.
     """
 
     project: Callable[[np.ndarray], None]
     push: np.ndarray | None = None
+    mesh_touching: np.ndarray | None = None
 
 
 class InertialSolver:

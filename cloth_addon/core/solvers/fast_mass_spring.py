@@ -111,6 +111,9 @@ class FastMassSpringSolver(InertialSolver):
         self.extra_iterations = 0  # iterations run beyond `iterations` for contacts (CONTACT_EXTRA)
         # the step after the iterations that lets the cloth buckle (vertex_newton.py); None skips it
         self.vertex_newton = VertexNewton(model, self.h, self.springs, incidence[:, self.free])
+        # (s, f) |incidence| over the free particles: a particle's springs, and through them its
+        # neighbours (_beside)
+        self._links = abs(incidence[:, self.free]).tocsr()
         # (3s,) work rows the iterations reuse for p_i1 - p_i2 and the targets made from them: two
         # that the iterations take in turn (the last one's targets outlive it, for the vertex
         # step), two for the vertex step. Allocated once: arrays this large come from the
@@ -293,7 +296,10 @@ class FastMassSpringSolver(InertialSolver):
                 observe(k)
         if self.vertex_newton is not None and k:
             solved = None if exact else solved
-            xf = self._vertex_step(xf, solved, targets, pushed, delta_pinned, damped_length, damping)
+            touching = None if contact is None else contact.mesh_touching
+            kept = None if touching is None or not touching.any() else self._beside(touching[free])
+            xf = self._vertex_step(xf, solved, targets, pushed, delta_pinned, damped_length, damping,
+                                   kept, push)
         full_push = None
         if push is not None:
             full_push = np.zeros_like(y)
@@ -304,10 +310,28 @@ class FastMassSpringSolver(InertialSolver):
         out[free] = xf
         return out
 
-    def _vertex_step(self, xf, solved, targets, pushed, delta_pinned, damped_length, damping):
+    def _beside(self, touching: np.ndarray) -> np.ndarray:
+        """(f,) bool: the free particles `touching` ((f,) bool) marks, and every particle a spring
+        joins to one of them."""
+        springs = self._links @ touching.astype(np.float64)
+        return touching | (self._links.T @ springs > 0.0)
+
+    def _vertex_step(self, xf, solved, targets, pushed, delta_pinned, damped_length, damping, kept=None,
+                     push=None):
         """xf (f, 3) after the vertex Newton step (vertex_newton.py), from the last iteration's
         solve result (f, 3; None when xf is exactly it), its targets (3, s) and the contact forces
-        its projection added ((f, 3) or None).
+        its projection added ((f, 3) or None). kept: (f,) bool, particles the step leaves where
+        the iterations put them, or None; push: (f, 3) the contact forces the iterations ended
+        with, or None.
+
+        The step's blocks know nothing of the colliders, so it is kept out of them: a particle a
+        collider pushes does not move further along the push's opposite (into that collider),
+        and particles a mesh collider holds, with their neighbours, do not move at all. Along a
+        box's rim, where the projection turns the cloth over a sharp edge in every iteration,
+        the step buckled the cloth against the projection and the next substep's projection
+        put it back: a crumpled band that never settled (docs/PHYSICS.md §9). Analytic colliders
+        (floor, ball) have smooth surfaces that the step's moves slide along, and need it there:
+        a tube standing on the floor buckles at its foot.
 
         The step needs the objective's gradient at xf. For force-matched targets d(x) it is
         K x - b(d(x)) (K = M + h^2 L, b the right-hand side), and the last solve made
@@ -330,4 +354,14 @@ class FastMassSpringSolver(InertialSolver):
             if pushed is not None:
                 moved = moved - pushed / self.mass_f[:, None]
             gradient += (self.mass_f[:, None] * moved).T
-        return xf - self.vertex_newton.step(gradient, length, delta, self.active, damping).T
+        step = self.vertex_newton.step(gradient, length, delta, self.active, damping).T
+        if kept is not None:
+            step[kept] = 0.0
+        if push is not None:
+            strength = np.sqrt(np.einsum("ij,ij->i", push, push))
+            rows = np.flatnonzero(strength > 0.0)
+            if len(rows):
+                normal = push[rows] / strength[rows, None]
+                into = np.einsum("ij,ij->i", step[rows], normal)
+                step[rows] -= np.maximum(into, 0.0)[:, None] * normal
+        return xf - step
