@@ -34,7 +34,10 @@ def vector3(name: str, value, owner: str = "Settings") -> tuple[float, float, fl
 
 
 def _number(name: str, value, low: float = -math.inf, high: float = math.inf) -> float:
-    """value as a finite float in [low, high], else ValueError naming Settings.<name>."""
+    """value as a finite float in [low, high], else ValueError naming Settings.<name>. A bool is
+    not a number here: True for a stiffness is a slip, not 1 N/m."""
+    if isinstance(value, bool):
+        raise ValueError(f"Settings.{name} must be a number, got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -47,9 +50,6 @@ def _number(name: str, value, low: float = -math.inf, high: float = math.inf) ->
 def _check_garment_fields(settings) -> None:
     """Validate and normalise the sewing, pressure, shrinking and property-weight fields."""
     set_ = object.__setattr__
-    for name in ("use_sewing", "use_pressure"):
-        if not isinstance(getattr(settings, name), bool):
-            raise ValueError(f"Settings.{name} must be True or False, got {getattr(settings, name)!r}")
     set_(settings, "sewing_force_max", _number("sewing_force_max", settings.sewing_force_max, 0.0))
     set_(settings, "pressure", _number("pressure", settings.pressure))
     set_(settings, "target_volume", _number("target_volume", settings.target_volume, 0.0))
@@ -191,8 +191,13 @@ class Settings:
         _positive = ("dt", "density", "linear_density")
         _non_negative = ("stretch_stiffness", "shear_stiffness", "bend_stiffness", "air_drag",
                          "air_lift", "collision_distance", "friction", "spring_damping")
+        for name in ("self_collision", "chebyshev", "use_sewing", "use_pressure"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"Settings.{name} must be True or False, got {getattr(self, name)!r}")
         for name in _positive + _non_negative:
             value = getattr(self, name)
+            if isinstance(value, bool):
+                raise ValueError(f"Settings.{name} must be a number, got {value!r}")
             try:
                 value = float(value)
             except (TypeError, ValueError):
@@ -207,24 +212,25 @@ class Settings:
             set_(self, name, value)
         set_(self, "compression", _number("compression", self.compression, 0.0, 1.0))
         set_(self, "imperfection", _number("imperfection", self.imperfection, 0.0, 1e-2))
-        if not 0.0 <= float(self.damping) < 1.0:
+        damping = _number("damping", self.damping, 0.0, 1.0)
+        if damping >= 1.0:
             raise ValueError(f"Settings.damping must be in [0, 1), got {self.damping!r}")
-        set_(self, "damping", float(self.damping))
+        set_(self, "damping", damping)
         set_(self, "gravity", vector3("gravity", self.gravity))
         set_(self, "wind", vector3("wind", self.wind))
         if self.tear_factor is not None:
-            tear = float(self.tear_factor)
-            if not (math.isfinite(tear) and tear > 1.0):
+            tear = _number("tear_factor", self.tear_factor)
+            if not tear > 1.0:
                 raise ValueError(f"Settings.tear_factor must be None or > 1, got {self.tear_factor!r}")
             set_(self, "tear_factor", tear)
         if self.self_collision_distance is not None:
-            distance = float(self.self_collision_distance)
-            if not (math.isfinite(distance) and distance > 0.0):
+            distance = _number("self_collision_distance", self.self_collision_distance)
+            if not distance > 0.0:
                 raise ValueError("Settings.self_collision_distance must be None (automatic) or a finite "
                                  f"distance > 0, got {self.self_collision_distance!r}")
             set_(self, "self_collision_distance", distance)
         if self.chebyshev_rho is not None:
-            rho = float(self.chebyshev_rho)
+            rho = _number("chebyshev_rho", self.chebyshev_rho)
             if not 0.0 < rho < 1.0:
                 raise ValueError(f"Settings.chebyshev_rho must be None or in (0, 1), got {rho!r}")
             set_(self, "chebyshev_rho", rho)
