@@ -177,7 +177,10 @@ class ClothAddonSettings(bpy.types.PropertyGroup):
     shear_group: _weight_group("Shear")
     shear_stiffness_max: _stiffness_max("Shear", 50.0, 20000.0)
     bend_group: _weight_group("Bending")
-    bend_stiffness_max: _stiffness_max("Bending", 1.0, 5000.0)
+    bend_stiffness_max: FloatProperty(
+        name="Max Bending", default=2e-3, min=0.0, soft_max=0.01, precision=6, update=_invalidate,
+        description="Bending stiffness where the Bending Group's weight is 1, N·m (the Bending "
+                    "setting's units)")
     mass_group: StringProperty(
         name="Mass Group", default="", update=_invalidate,
         description="Vertex group whose weight scales each vertex's mass (every vertex needs a weight > 0)")

@@ -90,8 +90,9 @@ class BendingTerms(NamedTuple):
         cols = np.broadcast_to(hinge[:, None, :], values.shape).ravel()
         return sp.csr_matrix((values.ravel(), (rows, cols)), shape=(n, n))
 
-    def scaled(self, factor: float) -> "BendingTerms":
-        return self._replace(values=factor * self.values)
+    def scaled(self, factor) -> "BendingTerms":
+        """The terms times factor: a float, or (h,) float64 one per hinge."""
+        return self._replace(values=np.asarray(factor, dtype=np.float64)[..., None, None] * self.values)
 
 
 def hinge_terms(rest: np.ndarray, triangles: np.ndarray, rigid: np.ndarray | None = None):

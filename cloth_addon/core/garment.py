@@ -14,8 +14,11 @@ constant matrix and only its local step changes (d shrinks toward p1 - p2, see
 Per-vertex weights (Simulation's `weights` argument) are (n,) float arrays in [0, 1]; a
 spring takes the mean of its two vertices' weights:
     "shrink":  scales Settings.shrink per vertex (rest length * (1 - shrink * w)).
-    "stretch", "shear", "bend": blend the spring's stiffness from the base value (w = 0) to
+    "stretch", "shear": blend the spring's stiffness from the base value (w = 0) to
                Settings.<kind>_stiffness_max (w = 1), like Blender's property weights.
+    "bend":    blends the bending stiffness k_b (N m) from Settings.bend_stiffness to
+               Settings.bend_stiffness_max the same way: each hinge of the bending model by the
+               mean weight of the edge it folds about, each verlet bend spring by its ends'.
     "mass":    scales each vertex's mass (its share of the cloth's density); w = 0 is refused
                (a particle needs mass).
 Weights are fixed for a simulation: changing them means a new Simulation (the fast solver's
@@ -29,7 +32,7 @@ from .topology import BEND, SEWING, SHEAR, STRUCTURAL
 # A force-limited sewing spring reaches its limit at this fraction of the median edge length.
 SEWING_REACH = 0.2
 WEIGHT_NAMES = ("shrink", "stretch", "shear", "bend", "mass")
-_KIND_OF = {"stretch": STRUCTURAL, "shear": SHEAR, "bend": BEND}
+_KIND_OF = {"stretch": STRUCTURAL, "shear": SHEAR}
 
 
 def validate_weights(weights, n: int) -> dict:
@@ -98,6 +101,16 @@ def spring_stiffness(kinds, pairs, rest, settings, weights: dict) -> np.ndarray:
         base = per_kind[kind]
         stiffness[chosen] = base + (top - base) * spring_weight(weights[name], pairs[chosen])
     return stiffness
+
+
+def bend_stiffness(settings, weights: dict, pairs: np.ndarray) -> float | np.ndarray:
+    """k_b, N m, of the folds about each (e, 2) vertex pair: Settings.bend_stiffness, or with a
+    "bend" weight and Settings.bend_stiffness_max an (e,) float64 blend between the two."""
+    top = settings.bend_stiffness_max
+    if "bend" not in weights or top is None:
+        return settings.bend_stiffness
+    base = settings.bend_stiffness
+    return base + (top - base) * spring_weight(weights["bend"], np.asarray(pairs).reshape(-1, 2))
 
 
 def sewing_pairs(loose: np.ndarray, n: int) -> np.ndarray:

@@ -46,7 +46,8 @@ class ClothModel:
     faces:              topology.Faces, the polygons as flat corner arrays.
     dropped_springs:    number of zero-length springs removed (coincident vertices).
     verlet_stiffness:   (s,) float64, N/m, every spring's stiffness in a verlet model (bend
-                        springs: verlet_bend_stiffness of Settings.bend_stiffness); None = as
+                        springs: verlet_bend_stiffness of the bending stiffness, see
+                        garment.bend_stiffness); None = as
                         spring_stiffness.
     bending:            (n, n) CSR float64, N/m: k_b Q of the quadratic bending model
                         (bending.py), E_bend = 1/2 sum over x, y, z of x^T bending x; None = none.
@@ -310,16 +311,21 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None, we
         mass = mass * weights["mass"]
     pin = _pinned_mask(pinned, n)
     inv_mass = np.where(pin, 0.0, 1.0 / mass)
-    # property weights blend each spring's stiffness (bend springs: verlet only, see below)
+    # property weights blend each spring's stiffness; the bending stiffness blends per fold
     verlet_stiffness = garment.spring_stiffness(kinds, pairs, rest, settings, weights)
-    verlet_stiffness[kinds == topology.BEND] = verlet_bend_stiffness(settings.bend_stiffness,
-                                                                     rest[kinds == topology.BEND])
+    bend = kinds == topology.BEND
+    verlet_stiffness[bend] = verlet_bend_stiffness(garment.bend_stiffness(settings, weights, pairs[bend]),
+                                                   rest[bend])
     # none for rigid (inf, verlet only: its springs are the constraints) or absent bending
-    k_b = settings.bend_stiffness
     terms = bending = None
-    if len(faces) and 0.0 < k_b < np.inf:
-        terms = bending_terms(positions, faces, pin, pairs).scaled(k_b)
-        bending = terms.matrix(n)
+    if len(faces) and np.isfinite(settings.bend_stiffness):
+        terms = bending_terms(positions, faces, pin, pairs)
+        k_b = garment.bend_stiffness(settings, weights, terms.hinges[:, :2])
+        if np.any(np.asarray(k_b) > 0.0):
+            terms = terms.scaled(k_b)
+            bending = terms.matrix(n)
+        else:
+            terms = None
     return ClothModel(
         rest_positions=positions,
         mass=mass,

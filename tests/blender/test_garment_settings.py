@@ -3,7 +3,7 @@
 import bpy
 import numpy as np
 import pytest
-from conftest import evaluated_world, make_cloth, make_grid, play, raw_vertices
+from conftest import evaluated_world, make_cloth, make_grid, pin, play, raw_vertices
 from test_panels import FakePanel, RecordingLayout
 
 from cloth_addon.blender import garment_panels, store
@@ -189,6 +189,29 @@ def test_stretch_group_blends_the_spring_stiffness(scene):
     structural = model.spring_stiffness[model.spring_kind == 0]
     assert structural.min() == 500.0 and structural.max() == 5000.0
     assert set(np.round(structural)) == {500.0, 2750.0, 5000.0}
+
+
+def test_bending_group_stiffens_the_painted_folds(scene):
+    """The Bending Group blends each fold's bending stiffness from Bending to Max Bending: a
+    sheet clamped along one edge and painted all over stands out, without the group it hangs."""
+    def droop(painted):
+        obj = make_grid(cuts=8, size=0.1, location=(0, 0, 1.0))
+        # two columns: a clamp (a single pinned line is a hinge the sheet swings about freely)
+        pin(obj, [v.index for v in obj.data.vertices if v.co.x < -0.03])
+        stiff = obj.vertex_groups.new(name="Stiff")
+        stiff.add([v.index for v in obj.data.vertices], 1.0, "REPLACE")
+        make_cloth(obj, pin_group="Pins", bend_group="Stiff" if painted else "", bend_stiffness_max=2e-3,
+                   frame_start=1, frame_end=41)
+        model = store.get(obj, scene, bpy.context.evaluated_depsgraph_get()).sim.model
+        scene.frame_set(1)
+        play(scene, 40)
+        z = evaluated_world(obj)[:, 2]
+        bpy.data.objects.remove(obj)
+        return 1.0 - z.min(), abs(model.bending).max()
+
+    (held, stiff), (hanging, plain) = droop(True), droop(False)
+    assert stiff == pytest.approx(100.0 * plain, rel=1e-6)  # Max Bending 2e-3 N m, Bending 2e-5
+    assert held < 0.5 * hanging
 
 
 class GreyingLayout(RecordingLayout):

@@ -188,6 +188,48 @@ def test_verlet_bend_springs_follow_the_bending_stiffness():
     assert verlet_droop() < verlet_droop(bend_stiffness=0.0) - 0.005
 
 
+def test_a_bend_weight_blends_the_bending_stiffness_toward_its_max():
+    """weights["bend"] (a Bending Group) at 1 everywhere bends as bend_stiffness_max does, at 0
+    as bend_stiffness does; painted from the clamp line out it holds the strip up. Per hinge of
+    the implicit solvers' bending model, per bend spring in Verlet."""
+    top = 2e-3
+    v, f, _ = grid(round((LENGTH + CLAMP) / 0.025) + 1, round(WIDTH / 0.025) + 1, size=1.0, plane="xy")
+    v = v * (LENGTH + CLAMP, WIDTH, 1.0)
+    clamp = v[:, 0] <= CLAMP + 1e-9
+    fields = {k: value for k, value in FABRICS["COTTON"].items() if k not in ("damping", "air_drag")}
+
+    def sim(weight, **changes):
+        settings = Settings(air_drag=0.0, damping=0.05, substeps=1, iterations=10, **{**fields, **changes})
+        w = np.broadcast_to(np.asarray(weight, dtype=np.float64), (len(v),)).copy()
+        return Simulation(v, f, settings, pinned=clamp, weights={"bend": w})
+
+    def matrix(simulation):
+        return simulation.model.bending.toarray()
+
+    stiff = matrix(sim(0.0, bend_stiffness=top))
+    np.testing.assert_allclose(matrix(sim(1.0, bend_stiffness_max=top)), stiff, atol=1e-12 * abs(stiff).max())
+    plain = matrix(sim(0.0))
+    np.testing.assert_allclose(matrix(sim(0.0, bend_stiffness_max=top)), plain, atol=1e-12 * abs(plain).max())
+    # no base bending: the weight alone makes it
+    assert sim(1.0, bend_stiffness=0.0, bend_stiffness_max=top).model.bending is not None
+    assert sim(0.0, bend_stiffness=0.0, bend_stiffness_max=top).model.bending is None
+
+    droops = []
+    for weight in (0.0, (v[:, 0] > CLAMP - 1e-9).astype(float)):
+        simulation = sim(weight, bend_stiffness_max=top)
+        simulation.step(300)
+        droops.append(-simulation.positions[:, 2].min())
+    limp, held = droops
+    assert held < 0.5 * limp, (held, limp)
+    # Verlet's bend springs (at this spacing they hold the strip up hardly at all, with any k_b)
+    verlet = sim(0.0, bend_stiffness=top, solver="verlet").model
+    bend = verlet.spring_kind == BEND
+    weighted = sim(1.0, bend_stiffness_max=top, solver="verlet").model.spring_stiffness[bend]
+    np.testing.assert_allclose(weighted, verlet.spring_stiffness[bend], rtol=1e-12)
+    limp = sim(0.0, bend_stiffness_max=top, solver="verlet").model.spring_stiffness[bend]
+    assert np.all(limp < 0.1 * weighted)
+
+
 @pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])
 def test_a_torn_corner_feels_no_bending(grid, solver):
     # every spring at a corner torn: no hinge holds it, so moved away it stays where it is
