@@ -1,9 +1,10 @@
-"""App handlers: live playback on frame change, and forgetting simulations on file load."""
+"""App handlers: live playback on frame change, and on file load forgetting simulations and
+bringing cloth objects of older releases up to date (legacy.py)."""
 
 import bpy
 from bpy.app.handlers import persistent
 
-from . import playback, store
+from . import legacy, playback, store
 
 
 @persistent
@@ -16,6 +17,13 @@ def cloth_addon_frame_change(scene, depsgraph=None):
 def cloth_addon_load_post(*_args):
     """A loaded file has new objects (and maybe reused session_uids): start from scratch."""
     store.clear()
+    try:
+        upgraded = legacy.upgrade()
+    except Exception as error:  # a handler that raises stops the others; the file must still open
+        print(f"Cloth add-on: could not upgrade the file's cloth objects: {error}")
+    else:
+        if upgraded:
+            print(f"Cloth add-on: cloth objects saved by release 0.1.0 upgraded: {', '.join(upgraded)}")
 
 
 @persistent

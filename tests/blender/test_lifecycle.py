@@ -7,7 +7,7 @@ from conftest import evaluated_local, evaluated_world, make_cloth, make_grid, pi
 
 import cloth_addon
 from cloth_addon import core
-from cloth_addon.blender import handlers, mesh_io, store
+from cloth_addon.blender import handlers, legacy, mesh_io, stage, store
 from cloth_addon.blender.settings import settings_from
 
 
@@ -72,6 +72,31 @@ def test_save_and_reopen_resumes_from_the_start_frame(scene, tmp_path):
     scene = bpy.context.scene
     assert np.allclose(frames_of(scene, reopened, 12), expected, atol=1e-6)
     assert store.errors == {}
+
+
+def test_a_file_of_release_0_1_0_is_upgraded_when_opened(scene, tmp_path):
+    """Release 0.1.0 showed the simulation in a ClothSim shape key and had no cloth stage: opened
+    now, the key is gone and the stage is there, and the cloth plays from its mesh as a cloth
+    made today does (not from the frame the old key held, and not standing still)."""
+    obj = make_grid()
+    pin(obj, [0, 5])
+    make_cloth(obj)
+    expected = frames_of(scene, obj, 12)
+    # what 0.1.0 saved: no stage, a Basis and the live key holding a simulated frame
+    obj.modifiers.remove(stage.modifier(obj))
+    obj.shape_key_add(name="Basis", from_mix=False)
+    old = obj.shape_key_add(name=legacy.OLD_SIM_KEY, from_mix=False)
+    old.value = 1.0
+    old.data.foreach_set("co", expected.astype(np.float32).ravel())
+    path = str(tmp_path / "old.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    reopened = bpy.data.objects["Cloth"]
+    assert reopened.data.shape_keys.key_blocks.get(legacy.OLD_SIM_KEY) is None
+    assert stage.modifier(reopened) is not None
+    assert np.allclose(frames_of(bpy.context.scene, reopened, 12), expected, atol=1e-6)
+    assert store.errors == {}
+    assert not legacy.upgrade()  # nothing left to do
 
 
 def test_changing_the_frame_rate_restarts_with_the_new_step(scene):
