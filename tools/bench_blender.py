@@ -779,7 +779,9 @@ def bake_once(target: str, frames: int) -> dict:
     seconds = time.perf_counter() - start
     if result != {"FINISHED"}:
         raise RuntimeError(f"bake to {target} returned {result}")
-    written = sum(1 for block in cloth.data.shape_keys.key_blocks if block.name.startswith("ClothBake"))
+    # a PC2 bake adds no shape key: a mesh that never had one has no key set at all
+    keys = cloth.data.shape_keys
+    written = 0 if keys is None else sum(1 for block in keys.key_blocks if block.name.startswith("ClothBake"))
     size = sum(f.stat().st_size for f in Path(folder).glob("*.pc2"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
     return {"target": target, "frames": frames, "seconds": seconds, "rss_before_mb": rss_before,
