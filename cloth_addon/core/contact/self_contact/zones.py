@@ -4,9 +4,10 @@ Continuous collision detection (narrow_phase.touching) finds every candidate pai
 during the substep on the straight paths x0 -> x1. The vertices of touching pairs form impact
 zones (Provot 1997; Bridson, Fedkiw, Anderson 2002) that move rigidly with their mass-weighted
 mean displacement (translation only), so nothing inside a zone can cross; zones that still touch
-others merge, up to ZONE_ROUNDS times (after a move, only pairs with a vertex that moved or
-touched can touch, and those are found by a search over the bounding spheres of their paths,
-narrow_phase.swept_touching, not among the candidates, which the move may have left behind);
+others merge, up to ZONE_ROUNDS times (after a move, the pairs with a vertex that moved are found by a
+search over the bounding spheres of their paths, narrow_phase.swept_touching, not among the
+candidates, which the move may have left behind; the last round's touching pairs none of whose
+vertices moved are kept as they are, `_again`);
 whatever still touches then stays where it started the substep, pinned vertices last: a pin that
 would still drive its features through the cloth waits at its start for that substep and is aimed
 at its target again by the next. A substep that starts without crossings ends without them,
@@ -50,24 +51,34 @@ class ImpactZones:
         found = self._merge(x0, x1, pinned, held)
         if isinstance(found, int):
             return found
-        in_zone, zone_of, changed = found
-        self._fall_back(x0, x1, pinned, in_zone, zone_of, changed)
+        in_zone, zone_of, touching = found
+        self._fall_back(x0, x1, pinned, in_zone, zone_of, touching)
         self.stats["rounds"] = ZONE_ROUNDS
         return int(in_zone.sum())
+
+    def _again(self, x0, x1, touching, moved):
+        """(k, 4) every pair that touches during x0 -> x1 after the vertices moved (n,) bool moved,
+        given `touching`, every pair that touched before they did. A pair none of whose vertices
+        moved has the same straight paths as before, so it touches exactly if it did: those of
+        touching are kept without a test (a zone that cannot move, a rope wound round a turning
+        pin, is not searched for again every round); a pair with a moved vertex is searched for."""
+        kept = touching[~geometry.row_any(moved[touching])]
+        if not moved.any():
+            return kept
+        return np.concatenate([kept, self.touching(x0, x1, moved)])
 
     def _merge(self, x0, x1, pinned, held):
         """Zone rounds, in place on x1. Returns how many vertices ended in zones when nothing
         touches any more, else (in_zone (n,) bool, zone_of (n,) int or None: each vertex's zone's
-        smallest vertex, changed (n,) bool or None) for the fall-back."""
+        smallest vertex, touching (k, 4): the pairs that touch, every one) for the fall-back."""
         n = len(x0)
         zone_of = None
         in_zone = np.zeros(n, dtype=bool)
-        # The candidates hold for x1 as it comes in (prepare); once zones have moved, only pairs
-        # with a vertex that moved, or that touched last time, can touch, and those are searched
-        # for directly (their vertices may have left the candidates' reach).
-        changed = None
+        # The candidates hold for x1 as it comes in (prepare); once zones have moved, the pairs
+        # with a vertex that moved are searched for directly (their vertices may have left the
+        # candidates' reach), and the others touch as they did (_again).
+        touching = self.touching(x0, x1, None)
         for rounds in range(1, ZONE_ROUNDS + 1):
-            touching = self.touching(x0, x1, changed)
             if len(touching) == 0:
                 self.stats["rounds"] = rounds - 1
                 return int(in_zone.sum())
@@ -87,14 +98,12 @@ class ImpactZones:
             zone_of = first[label]
             before = x1.copy()
             self._move(x0, x1, in_zone, label, pinned, held)
-            changed = geometry.row_any(x1 != before)
-            moved = changed.any()
-            # a touching pair none of whose vertices moved still touches: test it again too
-            changed[touching.ravel()] = True
-            if not moved:
+            moved = geometry.row_any(x1 != before)
+            touching = self._again(x0, x1, touching, moved)
+            if not moved.any():
                 break  # the zones cannot move any other way (their anchors disagree): fall back
             self.stats["zones"] = int(len(np.unique(label[in_zone])))
-        return in_zone, zone_of, changed
+        return in_zone, zone_of, touching
 
     @staticmethod
     def _lift(zones, size, short, held, normal):
@@ -114,13 +123,13 @@ class ImpactZones:
         np.minimum.at(reach, zones, np.where(held, np.einsum("ij,ij->i", direction[zones], normal), 1.0))
         return (need / np.maximum(reach, 0.1))[:, None] * direction
 
-    def _fall_back(self, x0, x1, pinned, in_zone, zone_of, changed):
-        """Every vertex still touching, and its zone, back at the start, in place on x1."""
+    def _fall_back(self, x0, x1, pinned, in_zone, zone_of, touching):
+        """Every vertex still touching, and its zone, back at the start, in place on x1; touching:
+        (k, 4) every pair that touches during x0 -> x1 as it comes in."""
         n = len(x0)
         stuck = np.zeros(n, dtype=bool)
         waiting = np.zeros(n, dtype=bool)
         for _ in range(2 * n):
-            touching = self.touching(x0, x1, changed)
             if len(touching) == 0:
                 break
             before = stuck | waiting
@@ -140,7 +149,7 @@ class ImpactZones:
             changed = (stuck | waiting) & ~before
             if not changed.any():
                 break  # x1 is x0 wherever a touching pair has a vertex: x0 is crossing-free
-            changed[touching.ravel()] = True
+            touching = self._again(x0, x1, touching, changed)
         self.stats["frozen"] = int(stuck.sum())
         self.stats["pins_held"] = int(waiting.sum())
 
