@@ -5,9 +5,10 @@
 only the buckling scenes beside Blender's (tools/bench_buckling.py); `python build.py bench --profile
 SCENE` only where a contact scene's frame goes (tools/bench_profile.py).
 
-Scene: a 2 m square sheet lying flat, its top row pinned, swinging down under gravity
-(the default settings: 5 substeps of 2 iterations, cotton, 24 fps). Each number is the median over frames after a
-warm-up, which keeps the noise of a shared 2-core machine out of it as far as possible.
+Scene: a 2 m square sheet lying flat, its top row pinned, swinging down under gravity (the
+default settings: 5 substeps of 2 iterations, cotton, 24 fps). Each number is the median over
+frames after a warm-up, which keeps the noise of a shared 2-core machine out of it as far as
+possible.
 """
 
 import importlib.util

@@ -9,7 +9,7 @@ error instead of raising.
 import bpy
 from bpy.props import EnumProperty
 
-from . import bake, ids, playback, presets, selection, stage, store, tearing
+from . import bake, ids, legacy, playback, presets, selection, stage, store, tearing
 
 
 def is_mesh(obj) -> bool:
@@ -103,6 +103,7 @@ class CLOTH_ADDON_OT_make_cloth(SelectionOperator, bpy.types.Operator):
             if (props.frame_start, props.frame_end) == (1, 250):
                 props.frame_start, props.frame_end = context.scene.frame_start, context.scene.frame_end
             try:
+                legacy.upgrade([obj])  # appended from a file of release 0.1.0
                 stage.ensure(obj)
             except RuntimeError as error:  # e.g. a linked (library) object's stack cannot change
                 skipped.append(f"{obj.name}: {error}")

@@ -140,9 +140,10 @@ class Settings:
     target_volume:     m^3, the volume at which the gas has `pressure`; 0 = the rest volume.
     shrink:            fraction of the rest length springs shrink by (0.2: 20% shorter, negative
                        grows), in [-1, 1); scaled per vertex by Simulation's weights["shrink"].
-    stretch_stiffness_max, shear_stiffness_max, bend_stiffness_max: N/m, the stiffness at vertex
-                       weight 1 of Simulation's weights["stretch"|"shear"|"bend"] (the base value is
-                       at weight 0, linear in between); None = the base value.
+    stretch_stiffness_max, shear_stiffness_max, bend_stiffness_max: the stiffness at vertex
+                       weight 1 of Simulation's weights["stretch"|"shear"|"bend"] (N/m; bending N m,
+                       per fold) (the base value is at weight 0, linear in between); None = the
+                       base value.
     """
 
     solver: str = "fast_mass_spring"
@@ -212,7 +213,7 @@ class Settings:
             set_(self, name, value)
         set_(self, "compression", _number("compression", self.compression, 0.0, 1.0))
         set_(self, "imperfection", _number("imperfection", self.imperfection, 0.0, 1e-2))
-        damping = _number("damping", self.damping, 0.0, 1.0)
+        damping = _number("damping", self.damping, 0.0, math.inf)
         if damping >= 1.0:
             raise ValueError(f"Settings.damping must be in [0, 1), got {self.damping!r}")
         set_(self, "damping", damping)

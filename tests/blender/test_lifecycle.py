@@ -97,6 +97,9 @@ def test_a_file_of_release_0_1_0_is_upgraded_when_opened(scene, tmp_path):
     assert np.allclose(frames_of(bpy.context.scene, reopened, 12), expected, atol=1e-6)
     assert store.errors == {}
     assert not legacy.upgrade()  # nothing left to do
+    # a user's own key of that name on a cloth made today is the user's
+    reopened.shape_key_add(name=legacy.OLD_SIM_KEY, from_mix=False)
+    assert not legacy.upgrade() and reopened.data.shape_keys.key_blocks.get(legacy.OLD_SIM_KEY) is not None
 
 
 def test_changing_the_frame_rate_restarts_with_the_new_step(scene):

@@ -46,6 +46,7 @@ import numpy as np
 from ..geometry import gather, vector_lengths
 from ..solvers.base import IterationContact
 from .collider import as_collider
+from .mesh.collider import MeshCollider
 from .self_contact import PASSES, SelfContact
 
 # Friction acts on particles this close to a collider's reach, as a fraction of the median edge
@@ -176,7 +177,7 @@ class ContactStage:
         # leaves them and their neighbours to the iterations). Last substep's count too: a
         # particle the projection has just let go of is still on the collider's edge.
         touched = now = None
-        if any(not hasattr(c, "gaps") for c in colliders):
+        if any(isinstance(c, MeshCollider) for c in colliders):
             recent = self._mesh_touched
             now = np.zeros(len(x0), dtype=bool)
             touched = now.copy() if recent is None or len(recent) != len(now) else recent.copy()
@@ -189,7 +190,7 @@ class ContactStage:
             # vertices only: the solver's next iterate moves them again; features are resolved
             # once the solver is done (finish)
             for collider in colliders:
-                if touched is None or hasattr(collider, "gaps"):
+                if touched is None or not isinstance(collider, MeshCollider):
                     self._project(collider, x, x0, movable, margin, None)
                     continue
                 before = x.copy()
