@@ -107,8 +107,8 @@ def bend_stiffness(settings, weights: dict, pairs: np.ndarray) -> float | np.nda
     """k_b, N m, of the folds about each (e, 2) vertex pair: Settings.bend_stiffness, or with a
     "bend" weight and Settings.bend_stiffness_max an (e,) float64 blend between the two."""
     top = settings.bend_stiffness_max
-    if "bend" not in weights or top is None:
-        return settings.bend_stiffness
+    if "bend" not in weights or top is None or not np.isfinite(settings.bend_stiffness):
+        return settings.bend_stiffness  # rigid (inf, verlet only) stays rigid
     base = settings.bend_stiffness
     return base + (top - base) * spring_weight(weights["bend"], np.asarray(pairs).reshape(-1, 2))
 

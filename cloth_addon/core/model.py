@@ -318,7 +318,8 @@ def build_model(vertices, faces, settings: Settings, pinned=None, edges=None, we
                                                    rest[bend])
     # none for rigid (inf, verlet only: its springs are the constraints) or absent bending
     terms = bending = None
-    if len(faces) and np.isfinite(settings.bend_stiffness):
+    weighted = "bend" in weights and bool(settings.bend_stiffness_max)
+    if len(faces) and np.isfinite(settings.bend_stiffness) and (settings.bend_stiffness > 0.0 or weighted):
         terms = bending_terms(positions, faces, pin, pairs)
         k_b = garment.bend_stiffness(settings, weights, terms.hinges[:, :2])
         if np.any(np.asarray(k_b) > 0.0):

@@ -228,6 +228,9 @@ def test_a_bend_weight_blends_the_bending_stiffness_toward_its_max():
     np.testing.assert_allclose(weighted, verlet.spring_stiffness[bend], rtol=1e-12)
     limp = sim(0.0, bend_stiffness_max=top, solver="verlet").model.spring_stiffness[bend]
     assert np.all(limp < 0.1 * weighted)
+    # rigid bend springs (Verlet's inf) stay rigid whatever the weight
+    rigid = sim(0.5, bend_stiffness=np.inf, bend_stiffness_max=top, solver="verlet").model
+    assert np.all(np.isinf(rigid.spring_stiffness[rigid.spring_kind == BEND]))
 
 
 @pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])
