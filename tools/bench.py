@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from cloth_addon.core import Settings, Simulation  # noqa: E402
 from cloth_addon.core.solvers.factor import BACKENDS, factorize  # noqa: E402
+from tools.bench_profile import Phases  # noqa: E402
 from tools.scenes import grid  # noqa: E402
 
 SIZES = (50, 100)
@@ -72,31 +73,6 @@ def bench_solvers() -> None:
                   f"{1e3 * np.median(times):>10.2f}{mark:>9}")
 
 
-class PhaseTimer:
-    """Exclusive seconds spent in named methods of one object (a phase called inside another counts
-    only in the inner one), timed by wrapping them on that instance (an observer from outside: the
-    solver itself keeps no clocks)."""
-
-    def __init__(self, owner, phases: dict):
-        self.seconds = dict.fromkeys(phases, 0.0)
-        self._stack = []  # [start, seconds spent in nested phases]
-        for phase, method in phases.items():
-            setattr(owner, method, self._timed(phase, getattr(owner, method)))
-
-    def _timed(self, phase, method):
-        def timed(*args, **kwargs):
-            self._stack.append([time.perf_counter(), 0.0])
-            try:
-                return method(*args, **kwargs)
-            finally:
-                start, nested = self._stack.pop()
-                spent = time.perf_counter() - start
-                self.seconds[phase] += spent - nested
-                if self._stack:
-                    self._stack[-1][1] += spent
-        return timed
-
-
 def bench_fast_solver_parts() -> None:
     print("\nfast_mass_spring: where a frame's time goes (ms/frame, medians of 3 runs of 10 frames)")
     print(f"{'grid':>9}{'local':>9}{'rhs':>9}{'solve':>9}{'vertex':>9}{'other':>9}{'total':>9}")
@@ -105,8 +81,10 @@ def bench_fast_solver_parts() -> None:
         for _ in range(3):
             sim = sheet(n, "fast_mass_spring")
             sim.step(3)  # factored by now: the wrapped solve stays in place
-            timer = PhaseTimer(sim.solver, {"local": "spring_targets", "rhs": "right_hand_side",
-                                            "solve": "solve", "vertex": "_vertex_step"})
+            timer = Phases(("local", "rhs", "solve", "vertex"))
+            for phase, method in (("local", "spring_targets"), ("rhs", "right_hand_side"), ("solve", "solve"),
+                                  ("vertex", "_vertex_step")):
+                timer.wrap(sim.solver, method, phase)
             start = time.perf_counter()
             sim.step(10)
             total = (time.perf_counter() - start) / 10

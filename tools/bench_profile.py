@@ -51,10 +51,11 @@ FLOOR = dict(thickness=0.02, friction=0.5)  # Blender's default Collision, as th
 
 
 class Phases:
-    """Exclusive seconds per phase, from wrapping functions and methods (observers from outside)."""
+    """Exclusive seconds per phase (a phase called inside another counts only in the inner one),
+    from wrapping functions and methods (observers from outside: the solver keeps no clocks)."""
 
-    def __init__(self):
-        self.seconds = dict.fromkeys(PHASES, 0.0)
+    def __init__(self, phases=PHASES):
+        self.seconds = dict.fromkeys(phases, 0.0)
         self._stack = []  # [phase, start, seconds spent in nested phases]
 
     def wrap(self, owner, name, phase):
