@@ -3,7 +3,8 @@
 `python build.py bench --vs-blender [options]` runs only the comparison with Blender's cloth
 (tools/bench_blender.py; `--vs-blender --help` lists its options); `python build.py bench --buckling`
 only the buckling scenes beside Blender's (tools/bench_buckling.py); `python build.py bench --profile
-SCENE` only where a contact scene's frame goes (tools/bench_profile.py).
+SCENE` only where a contact scene's frame goes (tools/bench_profile.py); `python build.py bench --drape`
+only why the default drape clings to its ball (tools/bench_drape.py).
 
 Scene: a 2 m square sheet lying flat, its top row pinned, swinging down under gravity (the
 default settings: 5 substeps of 2 iterations, cotton, 24 fps). Each number is the median over
@@ -138,6 +139,8 @@ def main(argv: list[str]) -> int:
         return run_optional("bench_blender", [a for a in argv if a != "--vs-blender"])
     if "--buckling" in argv:  # cloth compressed in its plane, ours beside Blender's (tools/bench_buckling.py)
         return run_optional("bench_buckling", [a for a in argv if a != "--buckling"])
+    if "--drape" in argv:  # why the default drape clings to its ball (tools/bench_drape.py)
+        return run_optional("bench_drape", [a for a in argv if a != "--drape"])
     if "--profile" in argv:  # where a contact scene's frame goes, in the core
         return run_optional("bench_profile", [a for a in argv if a != "--profile"])
     print(f"machine: {machine()}; factorisation backends: {', '.join(BACKENDS)}")
