@@ -390,3 +390,22 @@ def test_remembered_pairs_hold_what_each_query_asks_brute_force(moving):
     rows, tri = collider.surface.pairs(positions, 0.05)
     listed = set(zip(rows.tolist(), tri.tolist(), strict=True))
     assert {(int(i), int(t)) for i, t in zip(*np.nonzero(now <= 0.05), strict=True)} <= listed
+
+
+def test_a_rim_is_a_sharp_edge_anywhere_or_an_open_edge_near_the_points():
+    """What keeps the solver's vertex step off the particles a mesh holds (contact/stage.py): a
+    box's rims count wherever the cloth is; a plane's open edge only near it; a smooth closed
+    body (a UV sphere) has none."""
+    square = np.array([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [1.0, 1.0, 0.0], [-1.0, 1.0, 0.0]])
+    plane = MeshCollider(square, np.array([[0, 1, 2], [0, 2, 3]]))
+    middle, edge = np.array([[0.0, 0.0, 0.02]]), np.array([[0.98, 0.3, 0.02]])
+    assert not plane.rim_near(middle, 0.05)
+    assert plane.rim_near(edge, 0.05)
+    assert not plane.rim_near(edge, 0.01)
+    assert not plane.rim_near(np.zeros((0, 3)), 0.05)
+    corners = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (0.0, 1.0)])
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    box = MeshCollider(corners, np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))]))
+    assert box.rim_near(np.array([[0.0, 0.0, 1.02]]), 0.05)
+    vertices, triangles = uv_sphere(0.5, 32, 16)
+    assert not MeshCollider(vertices, triangles).rim_near(np.array([[0.0, 0.0, 0.52]]), 0.05)

@@ -63,6 +63,10 @@ _FRICTION_BAND = 0.1
 # it set a tablecloth rocking); a particle that no longer touches starts from none.
 CONTACT_MEMORY = 0.9
 
+# A mesh collider's open boundary counts as a rim (in_iterations) for the particles it holds within
+# this many median edge lengths of its reach from it.
+RIM_EDGES = 2.0
+
 # Rounds of vertex projections after which two colliders that push a vertex back and forth (the
 # wedge between a ball and the floor) are left to the next substep (ContactStage._agree).
 AGREE_ROUNDS = 4
@@ -173,10 +177,13 @@ class ContactStage:
         margin = self.sim.settings.collision_distance
         colliders = [as_collider(body) for body in self.sim.colliders]
         prepared = []
-        # Which particles mesh colliders hold, for the solver's vertex step (fast_mass_spring.py
-        # leaves them and their neighbours to the iterations). Last substep's count too: a
-        # particle the projection has just let go of is still on the collider's edge.
+        # Which particles mesh colliders with a rim hold, for the solver's vertex step
+        # (fast_mass_spring.py leaves them and their neighbours to the iterations). Last substep's
+        # count too: a particle the projection has just let go of is still on the collider's edge.
+        # A mesh without a rim near the cloth (a floor plane, a smooth body) is left to the step
+        # as the analytic colliders are.
         touched = now = None
+        rim = margin + RIM_EDGES * self.sim.model.median_edge_length
         if any(isinstance(c, MeshCollider) for c in colliders):
             recent = self._mesh_touched
             now = np.zeros(len(x0), dtype=bool)
@@ -196,8 +203,9 @@ class ContactStage:
                 before = x.copy()
                 self._project(collider, x, x0, movable, margin, None)
                 moved = np.any(x != before, axis=1)
-                now[moved] = True
-                touched[moved] = True
+                if collider.rim_near(x[moved], collider.thickness + rim):
+                    now[moved] = True
+                    touched[moved] = True
 
         carried = None if self._push is None else CONTACT_MEMORY * self._push
         self._iterating = IterationContact(project, carried, touched)

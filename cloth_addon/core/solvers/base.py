@@ -31,7 +31,8 @@ class IterationContact:
     push: (n, 3) float64 contact forces the iterations start from, in the right-hand side's units
         (mass times displacement, kg m), or None for none; `advance` replaces it with the forces
         its last iterate ended with (what the solver turned the projections into).
-    mesh_touching: (n,) bool, the particles a mesh collider's projection moved in this substep's
+    mesh_touching: (n,) bool, the particles a mesh collider with a rim (a sharp convex edge, or an
+        open edge near them: MeshCollider.rim_near) moved in its projections in this substep's
         iterations (filled in as they run) or in the last substep's; None without mesh colliders.
     """
 

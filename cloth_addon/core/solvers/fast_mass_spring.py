@@ -326,12 +326,12 @@ class FastMassSpringSolver(InertialSolver):
 
         The step's blocks know nothing of the colliders, so it is kept out of them: a particle a
         collider pushes does not move further along the push's opposite (into that collider),
-        and particles a mesh collider holds, with their neighbours, do not move at all. Along a
-        box's rim, where the projection turns the cloth over a sharp edge in every iteration,
-        the step buckled the cloth against the projection and the next substep's projection
-        put it back: a crumpled band that never settled (docs/PHYSICS.md §9). Analytic colliders
-        (floor, ball) have smooth surfaces that the step's moves slide along, and need it there:
-        a tube standing on the floor buckles at its foot.
+        and particles a mesh collider with a rim holds, with their neighbours, do not move at
+        all. Along a box's rim, where the projection turns the cloth over a sharp edge in every
+        iteration, the step buckled the cloth against the projection and the next substep's
+        projection put it back: a crumpled band that never settled (docs/PHYSICS.md §9). Smooth
+        surfaces (the analytic floor and ball, a floor plane, a smooth body) let the step's moves
+        slide along them, and need it there: a tube standing on the floor buckles at its foot.
 
         The step needs the objective's gradient at xf. For force-matched targets d(x) it is
         K x - b(d(x)) (K = M + h^2 L, b the right-hand side), and the last solve made

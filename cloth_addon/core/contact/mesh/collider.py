@@ -17,6 +17,8 @@ the mesh's convex corners (sharp_features.py), which can pass between the cloth'
 
 import numpy as np
 
+from ... import geometry
+from .. import sphere_search
 from ..collider import Collider
 from ..friction import friction_coefficient
 from . import sharp_features
@@ -24,6 +26,10 @@ from .broad_phase import MeshBroadPhase
 from .narrow_phase import NarrowPhase
 from .response import VertexResponse
 from .surface import Surface
+
+# rim_near tests every point against every boundary edge up to this many pairs, else through
+# k-d trees (sphere_search)
+_DENSE_RIM_PAIRS = 100_000
 
 
 def _as_vertices(vertices, count=None) -> np.ndarray:
@@ -66,6 +72,7 @@ class MeshCollider(Collider):
         self.response = VertexResponse(self.surface, self.narrow, self.broad)
         self.previous_vertices = vertices  # where the last project() saw the collider
         self._sharp = None  # sharp_features.SharpFeatures, classified on first use
+        self._boundary = None  # (b, 2) the open boundary's edges (rim_near), found on first use
         self._incidence = None  # (cloth edges, their incidence, cloth triangles, theirs)
         self._last_contacts = None  # the last projection's closest points (_known_contacts)
         self._resolved = None  # (what the last resolve projected against, what it returned)
@@ -160,12 +167,7 @@ class MeshCollider(Collider):
         previous: (n, 3) where the substep started; inv_mass: (n,) 1/kg, 0 for pinned particles;
         features: the model's contact_features; friction: the Coulomb coefficient there;
         sweep_from: (v, 3) where the collider was at the substep's start (None: where it is)."""
-        self.surface.refresh()
-        if self._sharp is None:
-            surface = self.surface
-            self._sharp = sharp_features.SharpFeatures(self.vertices, self.triangles, surface.normal,
-                                                       surface.edge_ends, surface.edge_tris, self.closed)
-        sharp = self._sharp
+        sharp = self.sharp_features
         if sharp.empty:
             return
         sharp.shape(self.vertices, self.surface.normal)
@@ -179,6 +181,45 @@ class MeshCollider(Collider):
         margin = float(margin)
         sharp.resolve(positions, previous, inv_mass, self.thickness + margin, margin, features,
                       (known[1], known[3]), self._inside_body, friction, moved)
+
+    @property
+    def sharp_features(self) -> sharp_features.SharpFeatures:
+        """The mesh's sharp convex edges and corners, classified once from its first shape."""
+        self.surface.refresh()
+        if self._sharp is None:
+            surface = self.surface
+            self._sharp = sharp_features.SharpFeatures(self.vertices, self.triangles, surface.normal,
+                                                       surface.edge_ends, surface.edge_tris, self.closed)
+        return self._sharp
+
+    def rim_near(self, points, distance: float) -> bool:
+        """Whether a rim of the mesh may hold any of points (k, 3): it has a sharp convex edge or
+        corner (anywhere), or an open boundary edge within `distance` m of one of them (a table
+        top modelled as a plane; a floor's far edge is not near the cloth on it). The contact
+        stage keeps the solver's vertex step away from the particles such a collider holds
+        (docs/PHYSICS.md §9)."""
+        if len(points) == 0:
+            return False
+        if not self.sharp_features.empty:
+            return True
+        if self._boundary is None:
+            self._boundary = self.surface.edge_ends[self.surface.edge_tris[:, 1] < 0]
+        if len(self._boundary) == 0:
+            return False
+        start = self.vertices[self._boundary[:, 0]]
+        along = self.vertices[self._boundary[:, 1]] - start
+        if len(points) * len(start) > _DENSE_RIM_PAIRS:
+            middle, half = start + 0.5 * along, 0.5 * geometry.vector_lengths(along)
+            reach = np.full(len(points), float(distance))
+            rows, cols = sphere_search.sphere_pairs(points, reach, middle, half)
+            points, start, along = points[rows], start[cols], along[cols]
+        else:
+            points = points[:, None, :]
+        offset = points - start
+        t = np.clip(np.sum(offset * along, axis=-1) / np.maximum(np.sum(along * along, axis=-1), 1e-300),
+                    0.0, 1.0)
+        gap = offset - t[..., None] * along
+        return bool(np.any(np.sum(gap * gap, axis=-1) <= distance * distance))
 
     def _inside_body(self, points):
         """(m,) bool: which of points (m, 3) are inside a closed part of the mesh."""
