@@ -17,6 +17,7 @@ from cloth_addon.core.contact.ccd import cubic_roots, edge_edge_toi, vertex_tria
 from cloth_addon.core.contact.distance import closest_points, segment_closest
 from cloth_addon.core.contact.mesh.sharp_features import SharpFeatures
 from cloth_addon.core.contact.self_contact import SelfContact
+from cloth_addon.core.model import ContactFeatures
 from cloth_addon.core.solvers import fast_mass_spring
 from tools.quality import segment_triangle_hits
 from tools.scenes import cloth_cube, uv_sphere
@@ -605,3 +606,25 @@ def test_degenerate_triangles_take_the_closest_point_of_their_edges():
     x1 = np.array([(0.3, 0.2, -0.1), (0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0)])
     touching = narrow_phase.vf_touching(x0, x1, x1 - x0, np.array([0]), np.array([(1, 2, 3)]), 1e-6)
     assert touching.tolist() == [[0, 1, 2, 3]]
+
+
+def test_a_ball_leaves_cloth_edges_resting_on_it_where_vertex_contact_holds_them():
+    """A cloth edge whose ends rest on the ball's reach dips in by its chord's sag: the ball's edge
+    contact leaves it there (it once pushed every such edge out to the reach, lifting the cloth
+    off in every substep, and a drape crept round the ball's lower half: docs/PHYSICS.md §9); an
+    edge whose middle cuts deeper, between ends farther out, is still pushed out of the ball."""
+    ball = SphereCollider((0.0, 0.0, 0.0), 0.45, thickness=0.02)
+    margin = 0.005
+    reach = 0.45 + 0.02 + margin
+    features = ContactFeatures(np.array([[0, 1]]), np.zeros((0, 3), dtype=np.int64), 0.2)
+    movable = np.ones(2, dtype=bool)
+    half = 0.05  # rad: a 4.75 cm edge, its middle 0.6 mm inside the reach
+    resting = reach * np.array([[np.sin(-half), 0.0, np.cos(half)], [np.sin(half), 0.0, np.cos(half)]])
+    x = resting.copy()
+    ball.project(x, x.copy(), movable, margin, features=features)
+    np.testing.assert_array_equal(x, resting)
+    # a 0.5 m edge across the top with its ends just outside: its middle is 3 cm deep
+    across = np.array([[-0.25, 0.0, 0.45], [0.25, 0.0, 0.45]])
+    x = across.copy()
+    ball.project(x, x.copy(), movable, margin, features=features)
+    assert np.linalg.norm(0.5 * (x[0] + x[1])) >= 0.45 + margin - 1e-9  # out of the ball by the margin

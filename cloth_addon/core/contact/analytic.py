@@ -116,7 +116,7 @@ class SphereCollider(Collider):
         if np.any(hit):
             self._push_vertices(positions, previous, center, reach, offset, dist, hit, friction)
         if features is not None and len(features.edges):
-            self._push_edges(positions, features, movable, center, reach, dist)
+            self._push_edges(positions, features, movable, center, reach, dist, self.radius, margin)
 
     def _push_vertices(self, positions, previous, center, reach, offset, dist, hit, friction):
         d = dist[hit]
@@ -129,9 +129,15 @@ class SphereCollider(Collider):
         apply_friction(positions, previous, hit, normal, reach - d, mu)
 
     @staticmethod
-    def _push_edges(positions, features, movable, center, reach, dist):
+    def _push_edges(positions, features, movable, center, reach, dist, radius, margin):
         """Cloth edges whose inner points dip into the ball (both ends outside) pushed out.
 
+        An edge keeps the distance from the centre of its chord between two points at the reach
+        (vertex contact holds the cloth no closer), less half the margin, at least the margin off
+        the ball (radius, m), as a mesh's sharp features keep it (mesh/sharp_features.py):
+        pushing an edge whose ends rest on the reach out to the reach lifted them off it in every
+        substep, and the cloth, falling back in the next, crept over the ball under its friction
+        (a drape wrapped the ball's lower half: docs/PHYSICS.md §9).
         dist: (n,) distances of the particles from the centre before the vertex projection."""
         # An edge dips in only if both its ends are within the reach plus its length (a bound
         # from the rest shape) of the centre.
@@ -150,11 +156,13 @@ class SphereCollider(Collider):
         point = a + s[:, None] * ab
         offset = point - center
         dist = vector_lengths(offset)
-        hit = (dist < reach) & (s > 0.0) & (s < 1.0) & (dist > 1e-12)
+        chord = np.sqrt(np.maximum(reach * reach - 0.25 * length2, 0.0))
+        keep = np.maximum(chord - 0.5 * margin, radius + margin)
+        hit = (dist < keep) & (s > 0.0) & (s < 1.0) & (dist > 1e-12)
         if np.any(hit):
             sh = s[hit]
             push_features(positions, edges[hit], np.stack([1.0 - sh, sh], axis=1),
-                          offset[hit] / dist[hit, None], reach - dist[hit], movable)
+                          offset[hit] / dist[hit, None], keep[hit] - dist[hit], movable)
 
     def gaps(self, positions, margin):
         """(n,) m signed distances of the particles from the ball's reach (negative inside), and
