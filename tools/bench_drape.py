@@ -28,13 +28,13 @@ if str(ROOT) not in sys.path:
 
 from cloth_addon.core import PlaneCollider, Settings, Simulation, SphereCollider  # noqa: E402
 from cloth_addon.core.contact import stage  # noqa: E402
+from tools.bench_profile import FLOOR  # noqa: E402
 from tools.scenes import grid  # noqa: E402
 
 CENTRE = np.array([0.0, 0.0, 0.45])
 RADIUS = 0.45
 NEAR = 0.05  # m from the ball's surface
 FRAMES = 100
-FLOOR = dict(thickness=0.02, friction=0.5)  # Blender's default Collision, as the add-on maps it
 
 
 def colliders():
