@@ -126,10 +126,10 @@ class MeshBroadPhase:
         ids, rows, tri = cache.ids, cache.rows, cache.tri
         gap = points - cache.centre
         shift = np.sqrt(np.einsum("ij,ij->i", gap, gap))  # (n,) m, from the centre
-        wanted = movable & (shift + need <= cache.limit) & ~cache.inside
         if least is not None:
             # the nearest triangle is no farther than the centre's bound and the shift since
             need = np.minimum(need, np.maximum(least, cache.above + shift))
+        wanted = movable & (shift + need <= cache.limit) & ~cache.inside
         reach = shift + need  # (n,): from the centre, m
         # a pair farther from the centre than the particle's reach from it is farther than need
         pair = np.take(np.take(wanted, ids), rows) & (cache.low <= np.take(np.take(reach, ids), rows))

@@ -115,7 +115,14 @@ class MeshCollider(Collider):
     def prepare(self, x0, motion, margin, movable, sweep_from=None) -> None:
         # a projection looks step + 2 reach around its end, itself up to `motion` from x0
         reach = self.thickness + margin
-        self.remember_near(x0, 2.0 * (motion + reach), movable, sweep_from)
+        full = 2.0 * (motion + reach)
+        # A particle's projections ask for the triangles its step may cross and its nearest one
+        # (broad_phase.py, `least`), and the contact normals for those within reach: near the
+        # surface that is motion + max(reach, its distance + motion) from x0, well inside `full`.
+        # Its distance is bounded by its nearest centroid's (only those near the mesh are asked).
+        nearest = self.surface.nearest_centroid(x0, full)
+        radius = np.minimum(full, motion + np.maximum(reach, nearest + motion))
+        self.remember_near(x0, radius, movable, sweep_from)
 
     def remember_near(self, positions, radius, movable, sweep_from=None) -> None:
         """Remember the triangles near each particle, so that later `project` and `contact_normals`

@@ -118,6 +118,22 @@ class Surface:
         return (np.concatenate([rows for rows, _ in found]),
                 np.concatenate([ids[tri] for (ids, _, _), (_, tri) in zip(self.groups, found, strict=True)]))
 
+    def nearest_centroid(self, points, within):
+        """(k,) m: the distance from each of points (k, 3) to the nearest triangle centroid (an upper
+        bound of its distance to the surface), inf where that is beyond `within` (scalar or (k,), m)."""
+        self.refresh()
+        within = np.broadcast_to(np.asarray(within, dtype=np.float64), len(points))
+        nearest = np.full(len(points), np.inf)
+        if len(points) == 0:
+            return nearest
+        low, high = self.bounds
+        pad = within[:, None]
+        ask = np.flatnonzero(geometry.row_all((points + pad >= low) & (points - pad <= high)))
+        if len(ask):
+            found = self.tree.query(points[ask], k=1, distance_upper_bound=float(within[ask].max()))[0]
+            nearest[ask] = np.where(found <= within[ask], found, np.inf)
+        return nearest
+
     def apart(self, distance, before, *points):
         """Whether the bounding box of the point sets (k, 3) (a cloth's start and end: its paths)
         lies more than `distance` (m) from the mesh's over its sweep from `before` (v, 3) to
