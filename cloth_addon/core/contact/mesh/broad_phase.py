@@ -21,6 +21,11 @@ path may cross) and its nearest one (bounded by the nearest centroid from where 
 remembered); only a particle whose crossing was undone needs every triangle within
 step + 2 reach. The narrow phase's work follows the particles' present need, not the remembered
 reach.
+
+What is remembered is kept up, not rebuilt: when a substep's query reaches beyond it for some
+particles (a cloth sliding over a body), only those are looked up again (`renew`), while they are
+few. Whether a particle is inside a closed part holds in the ball round it out to the surface,
+so a particle still in the ball of its last answer is not searched again (`inside`).
 """
 
 import numpy as np
@@ -30,11 +35,16 @@ from ... import geometry
 # Meshes of up to this many triangles are paired with particles by testing every pair (one array
 # operation); larger ones through the centroid tree first. A box's few triangles are so large that
 # the tree would pair nearly every particle with all of them anyway.
-_DENSE_TRIANGLES = 64
+DENSE_TRIANGLES = 64
 
 # remember_near looks this much further than asked, so that the next substeps of a cloth that
 # moves little can keep what it found.
 _SPARE = 1.25
+
+# remember_near looks up afresh only the particles whose query reaches beyond what it remembered
+# for them, while they are at most this share of the movable ones (else it starts over).
+_RENEW_SHARE = 0.5
+_RENEW_SPARE = 1.1
 
 
 class _Remembered:
@@ -42,12 +52,14 @@ class _Remembered:
     sweep started; centre (n, 3) m: the particles when it looked; limit (n,) m: how far it looked
     (-inf: not at all); ids (k,): the particles with pairs; rows (m,) into ids, tri (m,), low (m,)
     m: the pairs and a lower bound of their distance from the centre over the sweep; above (n,) m:
-    an upper bound of each centre's distance to the surface now (inf where it has no pairs); inside
+    an upper bound of the distance to the surface now from anchor (n, 3) (the centres, or where
+    the particles were when `renew` last looked; inf where a particle has no pairs); inside
     (n,) bool: which particles are inside a closed part at the centre, known where checked (n,) is."""
 
-    def __init__(self, geometry, before, centre, limit, ids, rows, tri, low, above):
+    def __init__(self, geometry, before, centre, limit, ids, rows, tri, low, above, anchor=None):
         self.geometry, self.before, self.centre, self.limit = geometry, before, centre, limit
         self.ids, self.rows, self.tri, self.low, self.above = ids, rows, tri, low, above
+        self.anchor = centre if anchor is None else anchor  # (n, 3): where `above` holds
         self.checked = np.ones(len(centre), dtype=bool)
         self.checked[ids] = False
         self.inside = np.zeros(len(centre), dtype=bool)
@@ -57,7 +69,7 @@ class _Remembered:
         particles keep their rows, and share what is found out about their sides)."""
         keep = np.flatnonzero(self.low <= np.take(np.take(limit, self.ids), self.rows))
         narrow = _Remembered(self.geometry, self.before, self.centre, limit, self.ids, self.rows[keep],
-                             self.tri[keep], self.low[keep], self.above)
+                             self.tri[keep], self.low[keep], self.above, self.anchor)
         narrow.checked, narrow.inside = self.checked, self.inside
         return narrow
 
@@ -70,6 +82,8 @@ class MeshBroadPhase:
         self.narrow = narrow
         self.kept = None  # _Remembered: what remember_near found
         self.cache = None  # the part of it this substep's projections look at
+        # (geometry, points (n, 3), distance to the surface (n,), inside (n,)): inside's answers
+        self.sides = None
 
     def remember_near(self, positions, radius, movable, before) -> None:
         """Remember the triangles near each particle, so that later `project` and `contact_normals`
@@ -85,6 +99,7 @@ class MeshBroadPhase:
         if len(positions) and self.surface.apart(float(radius.max()) * _SPARE, before, positions):
             return  # nothing near: a projection that finds a particle near the mesh looks it up
         kept = self.kept
+        positions = np.array(positions, dtype=np.float64)
         if self.cached(before, len(positions)) and kept is not None and kept.before is before:
             gap = positions - kept.centre
             limit = np.sqrt(np.einsum("ij,ij->i", gap, gap)) + radius
@@ -93,7 +108,11 @@ class MeshBroadPhase:
                 # projections look only at the pairs within its own radius
                 self.cache = kept.within(np.where(movable, limit, -np.inf))
                 return
-        positions = np.array(positions, dtype=np.float64)
+            # those with little spare left too, else the substep's projections look them up
+            stale = movable & ~(limit * _RENEW_SPARE <= kept.limit)
+            if np.count_nonzero(stale) <= _RENEW_SHARE * np.count_nonzero(movable):
+                self.renew(positions, radius, movable, stale, limit)
+                return
         limit = np.where(movable, radius * _SPARE, -np.inf)
         idx = np.flatnonzero(movable)
         rows, tri, low = self.near(positions[idx], limit[idx], before)
@@ -110,6 +129,35 @@ class MeshBroadPhase:
         # A particle with no triangle within its limit stays on the side it was on while it stays
         # within the limit: those inside a closed part need the deep search.
         self.kept.inside |= self.inside(positions, movable & ~has)
+
+    def renew(self, positions, radius, movable, stale, limit):
+        """remember_near for the particles `stale` (n,) bool only, whose query reaches beyond what
+        was remembered for them: they are looked up afresh around where they are now, the others
+        keep their pairs (limit (n,) m: how far each one's query reaches from its old centre)."""
+        kept = self.kept
+        idx = np.flatnonzero(stale)
+        reach = radius[idx] * _SPARE
+        new_rows, new_tri, new_low = self.near(positions[idx], reach, kept.before)
+        owner = kept.ids[kept.rows]
+        keep = np.flatnonzero(~stale[owner])
+        owner = np.concatenate([owner[keep], idx[new_rows]])
+        has = np.zeros(len(positions), dtype=bool)
+        has[owner] = True
+        centre, bound = kept.centre.copy(), kept.limit.copy()
+        centre[idx], bound[idx] = positions[idx], reach
+        ids = np.flatnonzero(has)
+        # every particle's bound of its distance to the surface from where it is now: one from
+        # its old centre would grow with its shift and ask its projections for more
+        above = np.full(len(positions), np.inf)
+        above[ids] = self.surface.tree.query(positions[ids], k=1)[0]
+        tri, low = np.concatenate([kept.tri[keep], new_tri]), np.concatenate([kept.low[keep], new_low])
+        renewed = _Remembered(kept.geometry, kept.before, centre, bound, ids, (np.cumsum(has) - 1)[owner],
+                              tri, low, above, positions)
+        renewed.checked, renewed.inside = kept.checked.copy(), kept.inside.copy()
+        renewed.checked[idx], renewed.inside[idx] = ~has[idx], False
+        self.kept = renewed
+        self.cache = renewed.within(np.where(movable, np.where(stale, radius, limit), -np.inf))
+        renewed.inside |= self.inside(positions, stale & ~has)
 
     def select(self, points, movable, need, before, least=None):
         """Candidate pairs: (particle ids (k,), rows (m,) into them, triangles (m,)) with every
@@ -128,7 +176,11 @@ class MeshBroadPhase:
         shift = np.sqrt(np.einsum("ij,ij->i", gap, gap))  # (n,) m, from the centre
         if least is not None:
             # the nearest triangle is no farther than the centre's bound and the shift since
-            need = np.minimum(need, np.maximum(least, cache.above + shift))
+            moved = shift
+            if cache.anchor is not cache.centre:
+                moved = points - cache.anchor
+                moved = np.sqrt(np.einsum("ij,ij->i", moved, moved))
+            need = np.minimum(need, np.maximum(least, cache.above + moved))
         wanted = movable & (shift + need <= cache.limit) & ~cache.inside
         reach = shift + need  # (n,): from the centre, m
         # a pair farther from the centre than the particle's reach from it is farther than need
@@ -160,17 +212,36 @@ class MeshBroadPhase:
             cache.checked[which] = True
 
     def inside(self, points, which):
-        """(n,) bool: which of points (n, 3) (those in the mask `which`) are inside a closed part."""
+        """(n,) bool: which of points (n, 3) (those in the mask `which`) are inside a closed part.
+
+        Each answer holds in the ball round its point out to the surface (no surface crosses it):
+        for the cloth's particles (n of them, on this geometry) a point inside the ball of the
+        same particle's last answer takes that answer without a search. A cloth hovering over a
+        body, within its bounding box but beyond the candidates' reach, is asked every substep."""
         inside = np.zeros(len(points), dtype=bool)
         if self.surface.closed_box is None:
             return inside
         low, high = self.surface.closed_box
         at = np.flatnonzero(which & geometry.row_all((points >= low) & (points <= high)))
+        sides = self.sides
+        if sides is not None and (sides[0] is not self.surface.vertices or len(sides[1]) != len(points)):
+            sides = self.sides = None
+        if sides is not None and len(at):
+            gap = points[at] - sides[1][at]
+            known = np.einsum("ij,ij->i", gap, gap) < sides[2][at] ** 2
+            inside[at[known]] = sides[3][at[known]]
+            at = at[~known]
         if len(at):
-            points = points[at]
-            sel, q, _, t, region, _ = self.narrow.nearest(points, *self.deep_pairs(points))
-            signed = np.einsum("ij,ij->i", points[sel] - q, self.surface.pseudo_normal(t, region))
-            inside[at[sel[self.surface.closed[t] & (signed < 0.0)]]] = True
+            p = points[at]
+            sel, q, d, t, region, _ = self.narrow.nearest(p, *self.deep_pairs(p))
+            signed = np.einsum("ij,ij->i", p[sel] - q, self.surface.pseudo_normal(t, region))
+            found = self.surface.closed[t] & (signed < 0.0)
+            inside[at[sel[found]]] = True
+            if sides is None and len(points) > 1:
+                sides = self.sides = (self.surface.vertices, np.zeros_like(points), np.zeros(len(points)),
+                                      np.zeros(len(points), dtype=bool))
+            if sides is not None:
+                sides[1][at[sel]], sides[2][at[sel]], sides[3][at[sel]] = p[sel], d, found
         return inside
 
     def cached(self, before, count):
@@ -206,7 +277,7 @@ class MeshBroadPhase:
         rows = np.flatnonzero(geometry.row_all(near))
         p, radius = points[rows], radius[rows]
         count = len(self.surface.triangles)
-        if count <= _DENSE_TRIANGLES:
+        if count <= DENSE_TRIANGLES:
             if still:
                 height = p @ self.surface.normal.T - self.surface.offset
                 pr, tri = np.nonzero(np.abs(height) <= radius[:, None])

@@ -22,7 +22,7 @@ from .. import sphere_search
 from ..collider import Collider
 from ..friction import friction_coefficient
 from . import sharp_features
-from .broad_phase import MeshBroadPhase
+from .broad_phase import DENSE_TRIANGLES, MeshBroadPhase
 from .narrow_phase import NarrowPhase
 from .response import VertexResponse
 from .surface import Surface
@@ -119,9 +119,12 @@ class MeshCollider(Collider):
         # A particle's projections ask for the triangles its step may cross and its nearest one
         # (broad_phase.py, `least`), and the contact normals for those within reach: near the
         # surface that is motion + max(reach, its distance + motion) from x0, well inside `full`.
-        # Its distance is bounded by its nearest centroid's (only those near the mesh are asked).
-        nearest = self.surface.nearest_centroid(x0, full)
-        radius = np.minimum(full, motion + np.maximum(reach, nearest + motion))
+        # Its distance is bounded by its nearest centroid's (only those near the mesh are asked). A
+        # mesh of a few triangles (a box) pairs every particle with all of them at once: no gain.
+        radius = full
+        if len(self.triangles) > DENSE_TRIANGLES:
+            nearest = self.surface.nearest_centroid(x0, full)
+            radius = np.minimum(full, motion + np.maximum(reach, nearest + motion))
         self.remember_near(x0, radius, movable, sweep_from)
 
     def remember_near(self, positions, radius, movable, sweep_from=None) -> None:
