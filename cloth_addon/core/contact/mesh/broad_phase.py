@@ -85,15 +85,16 @@ class MeshBroadPhase:
         # (geometry, points (n, 3), distance to the surface (n,), inside (n,)): inside's answers
         self.sides = None
 
-    def remember_near(self, positions, radius, movable, before) -> None:
+    def remember_near(self, positions, radius, movable, before, nearest=None) -> None:
         """Remember the triangles near each particle, so that later `project` and `contact_normals`
         calls test only those while the collider stays where it is now.
 
         positions: (n, 3) m; radius: scalar or (n,) m, how far around each particle to look;
         movable: (n,) bool; before: (v, 3) where the collider was (the triangles are taken over
-        their sweep from there to now). A later call still checks every particle: one whose
-        query reaches beyond what was remembered is looked up afresh. Keeps what an earlier call
-        remembered when that covers this one."""
+        their sweep from there to now); nearest: (n,) m or None, each position's distance to its
+        nearest centroid where known (inf: not known). A later call still checks every particle:
+        one whose query reaches beyond what was remembered is looked up afresh. Keeps what an
+        earlier call remembered for the particles it covers."""
         self.surface.refresh()
         radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), len(positions))
         if len(positions) and self.surface.apart(float(radius.max()) * _SPARE, before, positions):
@@ -111,29 +112,19 @@ class MeshBroadPhase:
             # those with little spare left too, else the substep's projections look them up
             stale = movable & ~(limit * _RENEW_SPARE <= kept.limit)
             if np.count_nonzero(stale) <= _RENEW_SHARE * np.count_nonzero(movable):
-                self.renew(positions, radius, movable, stale, limit)
+                self.renew(positions, radius, movable, stale, limit, nearest)
                 return
-        limit = np.where(movable, radius * _SPARE, -np.inf)
-        idx = np.flatnonzero(movable)
-        rows, tri, low = self.near(positions[idx], limit[idx], before)
-        has = np.zeros(len(positions), dtype=bool)
-        has[idx[rows]] = True
-        rank = np.cumsum(has) - 1
-        ids = np.flatnonzero(has)
-        # the nearest centroid is on the surface: no farther than it is the nearest point
-        above = np.full(len(positions), np.inf)
-        above[ids] = self.surface.tree.query(positions[ids], k=1)[0]
-        self.kept = _Remembered(self.surface.vertices, before, positions, limit, ids, rank[idx[rows]], tri,
-                                low, above)
-        self.cache = self.kept.within(np.where(movable, radius, -np.inf))
-        # A particle with no triangle within its limit stays on the side it was on while it stays
-        # within the limit: those inside a closed part need the deep search.
-        self.kept.inside |= self.inside(positions, movable & ~has)
+        # start over: every movable particle looked up, from nothing remembered
+        none = np.zeros(0, dtype=np.int64)
+        self.kept = _Remembered(self.surface.vertices, before, positions, np.full(len(positions), -np.inf),
+                                none, none, none, np.zeros(0), np.full(len(positions), np.inf))
+        self.renew(positions, radius, movable, movable, radius, nearest)
 
-    def renew(self, positions, radius, movable, stale, limit):
+    def renew(self, positions, radius, movable, stale, limit, nearest=None):
         """remember_near for the particles `stale` (n,) bool only, whose query reaches beyond what
         was remembered for them: they are looked up afresh around where they are now, the others
-        keep their pairs (limit (n,) m: how far each one's query reaches from its old centre)."""
+        keep their pairs (limit (n,) m: how far each one's query reaches from its old centre;
+        nearest as for remember_near)."""
         kept = self.kept
         idx = np.flatnonzero(stale)
         reach = radius[idx] * _SPARE
@@ -146,10 +137,14 @@ class MeshBroadPhase:
         centre, bound = kept.centre.copy(), kept.limit.copy()
         centre[idx], bound[idx] = positions[idx], reach
         ids = np.flatnonzero(has)
-        # every particle's bound of its distance to the surface from where it is now: one from
-        # its old centre would grow with its shift and ask its projections for more
+        # every particle's bound of its distance to the surface from where it is now (the nearest
+        # centroid is on the surface): one from its old centre would grow with its shift and ask
+        # its projections for more
         above = np.full(len(positions), np.inf)
-        above[ids] = self.surface.tree.query(positions[ids], k=1)[0]
+        if nearest is not None:
+            above[ids] = nearest[ids]
+        ask = ids[np.isinf(above[ids])]
+        above[ask] = self.surface.tree.query(positions[ask], k=1)[0]
         tri, low = np.concatenate([kept.tri[keep], new_tri]), np.concatenate([kept.low[keep], new_low])
         renewed = _Remembered(kept.geometry, kept.before, centre, bound, ids, (np.cumsum(has) - 1)[owner],
                               tri, low, above, positions)
@@ -157,6 +152,8 @@ class MeshBroadPhase:
         renewed.checked[idx], renewed.inside[idx] = ~has[idx], False
         self.kept = renewed
         self.cache = renewed.within(np.where(movable, np.where(stale, radius, limit), -np.inf))
+        # A particle with no triangle within its limit stays on the side it was on while it stays
+        # within the limit: those inside a closed part need the deep search.
         renewed.inside |= self.inside(positions, stale & ~has)
 
     def select(self, points, movable, need, before, least=None):

@@ -121,19 +121,19 @@ class MeshCollider(Collider):
         # surface that is motion + max(reach, its distance + motion) from x0, well inside `full`.
         # Its distance is bounded by its nearest centroid's (only those near the mesh are asked). A
         # mesh of a few triangles (a box) pairs every particle with all of them at once: no gain.
-        radius = full
+        radius, nearest = full, None
         if len(self.triangles) > DENSE_TRIANGLES:
             nearest = self.surface.nearest_centroid(x0, full)
             radius = np.minimum(full, motion + np.maximum(reach, nearest + motion))
-        self.remember_near(x0, radius, movable, sweep_from)
+        self.remember_near(x0, radius, movable, sweep_from, nearest)
 
-    def remember_near(self, positions, radius, movable, sweep_from=None) -> None:
+    def remember_near(self, positions, radius, movable, sweep_from=None, nearest=None) -> None:
         """Remember the triangles near each particle, so that later `project` and `contact_normals`
         calls test only those while the collider stays where it is now (broad_phase.py).
         positions: (n, 3) m; radius: scalar or (n,) m; movable: (n,) bool; sweep_from: (v, 3) or
-        None, as for `project`."""
+        None, as for `project`; nearest: (n,) m or None, Surface.nearest_centroid of positions."""
         before = self.previous_vertices if sweep_from is None else sweep_from
-        self.broad.remember_near(positions, radius, movable, before)
+        self.broad.remember_near(positions, radius, movable, before, nearest)
 
     def closest(self, points, max_distance=np.inf):
         """Closest surface point to each of points (k, 3), m (narrow_phase.NarrowPhase.closest)."""
