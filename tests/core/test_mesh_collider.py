@@ -339,6 +339,34 @@ def _distances(points, vertices, triangles):
     return np.linalg.norm(every - q, axis=1).reshape(n, t)
 
 
+def test_closest_near_a_finely_meshed_curved_body_matches_brute_force():
+    # Points just above and below a sphere of 8,000 triangles, many straight over a vertex or an
+    # edge, where no triangle's plane holds the foot of the closest point: the narrow phase then
+    # tests each point's pair of least bound first and prunes the rest with it (narrow_phase.py).
+    vertices, triangles = uv_sphere(0.5, 96, 44)
+    collider = MeshCollider(vertices, triangles)
+    assert len(triangles) > 64  # the fine path, not the box's
+    rng = np.random.default_rng(7)
+    rim = vertices[triangles[:, [0, 1]]].mean(axis=1)  # edge midpoints
+    feet = np.concatenate([vertices[rng.choice(len(vertices), 150)], rim[rng.choice(len(rim), 150)],
+                           rng.normal(size=(150, 3))])
+    direction = feet / np.linalg.norm(feet, axis=1)[:, None]
+    points = direction * (0.5 + rng.uniform(-0.03, 0.03, size=(len(feet), 1)))
+    closest, distance, inside, triangle = collider.closest(points, max_distance=0.05)
+    every = _distances(points, vertices, triangles)
+    best = every.min(axis=1)
+    assert np.all(best < 0.05)
+    assert distance == pytest.approx(best, abs=1e-12)
+    assert np.linalg.norm(points - closest, axis=1) == pytest.approx(best, abs=1e-12)
+    assert every[np.arange(len(points)), triangle] == pytest.approx(distance, abs=1e-12)
+    assert np.array_equal(inside, np.linalg.norm(points, axis=1) < np.linalg.norm(closest, axis=1))
+    # the bound that prunes is never above a pair's exact distance
+    rows, tri = np.nonzero(every < 0.1)
+    narrow = collider.narrow
+    bound = narrow.lower_bound(narrow.plane_coordinates(points, rows, tri), tri)
+    assert np.all(bound <= every[rows, tri] ** 2 * (1.0 + 1e-9) + 1e-18)
+
+
 def _pairs_of(ids, rows, tri, n):
     """The (particle, triangle) pairs of a select answer as a set of tuples."""
     assert len(ids) == len(np.unique(ids)) and np.all(ids < n)

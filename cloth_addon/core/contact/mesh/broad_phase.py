@@ -31,11 +31,7 @@ so a particle still in the ball of its last answer is not searched again (`insid
 import numpy as np
 
 from ... import geometry
-
-# Meshes of up to this many triangles are paired with particles by testing every pair (one array
-# operation); larger ones through the centroid tree first. A box's few triangles are so large that
-# the tree would pair nearly every particle with all of them anyway.
-DENSE_TRIANGLES = 64
+from .surface import DENSE_TRIANGLES
 
 # remember_near looks this much further than asked, so that the next substeps of a cloth that
 # moves little can keep what it found.
@@ -285,7 +281,7 @@ class MeshBroadPhase:
             pr, tri = self.surface.pairs(p, radius + shift)
         if still:
             plane = self.narrow.plane_coordinates(p, pr, tri)
-            bound = plane[:, 0] ** 2 + np.maximum(self.narrow.outside(plane, tri), 0.0) ** 2
+            bound = self.narrow.lower_bound(plane, tri)
             bound[np.isnan(bound)] = 0.0  # zero-area triangles stay
         else:
             q = p[pr]

@@ -22,10 +22,10 @@ from .. import sphere_search
 from ..collider import Collider
 from ..friction import friction_coefficient
 from . import sharp_features
-from .broad_phase import DENSE_TRIANGLES, MeshBroadPhase
+from .broad_phase import MeshBroadPhase
 from .narrow_phase import NarrowPhase
 from .response import VertexResponse
-from .surface import Surface
+from .surface import DENSE_TRIANGLES, Surface
 
 # rim_near tests every point against every boundary edge up to this many pairs, else through
 # k-d trees (sphere_search)
@@ -276,7 +276,7 @@ class MeshCollider(Collider):
         points = np.take(positions, idx, axis=0)
         plane = self.narrow.plane_coordinates(points, rows, tri)
         # a pair farther than reach even by its lower bound is neither a contact nor nearer than one
-        bound = plane[:, 0] ** 2 + np.maximum(self.narrow.outside(plane, tri), 0.0) ** 2
+        bound = self.narrow.lower_bound(plane, tri)
         near = np.flatnonzero(~(bound > reach * reach))
         if len(near) == 0:
             return (near, np.zeros((0, 3)), np.zeros(0), near, np.zeros(0, dtype=np.int8), np.zeros((0, 3)))

@@ -1,14 +1,17 @@
 """A mesh collider's narrow phase: the exact closest points of particles and candidate triangles.
 
 A pair's plane coordinates (height over the triangle's plane, barycentrics of the foot) give the
-exact distance where the foot is inside the triangle, and a lower bound elsewhere: only pairs whose
-bound beats the particle's best are tested further (particles beside an edge or a corner), from
-the same plane coordinates.
+exact distance where the foot is inside the triangle, and a lower bound elsewhere (`lower_bound`):
+only pairs whose bound beats the particle's best are tested further (particles beside an edge or a
+corner), from the same plane coordinates. A particle with no pair of the first kind (above a
+convex edge or corner of a finely meshed body: 40 pairs or more) first has its pair of least
+bound tested, whose distance then prunes the rest.
 """
 
 import numpy as np
 
 from .. import distance
+from .surface import DENSE_TRIANGLES
 
 # _closest_outside's three edges AB, AC, BC: their regions, their end vertices' regions, and the
 # corners (0 = A, 1 = B, 2 = C) that take weights 1 - r and r at the edge parameter r
@@ -16,6 +19,9 @@ _EDGE_REGION = np.array([distance.EDGE_AB, distance.EDGE_CA, distance.EDGE_BC], 
 _EDGE_ENDS = np.array([[distance.VERTEX_A, distance.VERTEX_B], [distance.VERTEX_A, distance.VERTEX_C],
                        [distance.VERTEX_B, distance.VERTEX_C]], dtype=np.int8)
 _EDGE_CORNERS = np.array([[0, 1], [0, 2], [1, 2]])
+# A pair is left untested when its lower bound exceeds the best distance found by this factor
+# (squared distances): rounding must never drop a pair that would win.
+_MARGIN = 1.0 + 1e-9
 
 
 class NarrowPhase:
@@ -73,12 +79,7 @@ class NarrowPhase:
         dist = np.where(face, np.abs(height), np.inf)
         best = np.full(len(points), np.inf)
         np.minimum.at(best, rows, dist)
-        bound = height * height + np.maximum(outside, 0.0) ** 2
-        full = np.flatnonzero(~face & ~(bound >= np.take(best, rows) ** 2))
-        if len(full):
-            q_full, bary_full, region_full, dist[full] = self.closest_outside(points, rows[full], tri[full],
-                                                                               np.take(plane, full, axis=0))
-            np.minimum.at(best, rows[full], dist[full])
+        full, q_full, bary_full, region_full = self._beside(points, rows, tri, plane, outside, dist, best)
         # the first pair of each point at its least distance
         equal = np.flatnonzero(dist == np.take(best, rows))
         win = np.full(len(points), len(rows))
@@ -95,6 +96,42 @@ class NarrowPhase:
             where = where[exact]
             q[exact], bary[exact], region[exact] = q_full[where], bary_full[where], region_full[where]
         return sel, q, d, t, region, bary
+
+    def _beside(self, points, rows, tri, plane, outside, dist, best):
+        """nearest's pairs whose foot lies outside their triangle and that may beat their point's
+        best (m, so far the face pairs', updated in place like dist): (pairs tested (k,),
+        ascending, and their q (k, 3), bary (k, 3), region (k,))."""
+        height = plane[:, 0]
+        best_pair = np.take(best, rows) ** 2
+        full = ~(outside <= 0.0) & ~(height * height + np.maximum(outside, 0.0) ** 2 >= best_pair)
+        first = full[:0]
+        if len(self.surface.triangles) > DENSE_TRIANGLES:
+            # The disc's bound prunes only beyond a relative margin: a pair that rounding puts level
+            # with the best (at an edge or corner two triangles share) is tested, and the first of
+            # equal distances wins, as without it.
+            bound = self.lower_bound(plane, tri, outside)
+            full &= ~(bound >= _MARGIN * best_pair)
+            first = _least_per_row(rows, bound, np.flatnonzero(full & ~np.isfinite(best_pair)))
+        full = np.flatnonzero(full)
+        if len(first):
+            # their distances bound those points' best from above: the rest must beat it
+            tested = self.closest_outside(points, rows[first], tri[first], np.take(plane, first, axis=0))
+            dist[first] = tested[3]
+            np.minimum.at(best, rows[first], tested[3])
+            full = full[~(bound[full] >= _MARGIN * np.take(best, rows[full]) ** 2) & (dist[full] == np.inf)]
+        found = None
+        if len(full):
+            *found, dist[full] = self.closest_outside(points, rows[full], tri[full],
+                                                      np.take(plane, full, axis=0))
+            np.minimum.at(best, rows[full], dist[full])
+        if len(first) == 0:
+            return (full, *(found or (None, None, None)))
+        # one ascending list of the tested pairs
+        both = np.concatenate([first, full])
+        order = np.argsort(both)
+        parts = tested[:3] if found is None else (np.concatenate(pair) for pair in zip(tested[:3], found,
+                                                                                      strict=True))
+        return (both[order], *(a[order] for a in parts))
 
     def closest_outside(self, points, rows, tri, plane):
         """Closest points of triangles tri to points[rows] whose foot on the triangle's plane lies
@@ -142,6 +179,28 @@ class NarrowPhase:
             dist[flat] = np.sqrt(np.einsum("ij,ij->i", gap, gap))
         return q, bary, region, dist
 
+    def lower_bound(self, plane, tri, outside=None):
+        """(m,) m^2: a lower bound of each pair's squared distance from its plane coordinates (m, 3):
+        the height squared plus the larger of how far the foot lies beyond the triangle's edge lines
+        (`outside`, if known) and beyond the disc round its centroid through its farthest corner.
+        On a finely meshed curved body the first alone stays below the exact distance for every
+        triangle near a point (their planes turn with the surface); the disc drops all but the
+        nearest ring. A coarse mesh (DENSE_TRIANGLES or fewer) takes the first alone: its triangles are
+        too large for the disc to prune anything."""
+        if outside is None:
+            outside = self.outside(plane, tri)
+        if len(self.surface.triangles) <= DENSE_TRIANGLES:
+            return plane[:, 0] ** 2 + np.maximum(outside, 0.0) ** 2
+        g00, g01, g11 = (np.take(g, tri) for g in self.surface.gram)
+        # the foot's offset from the centroid, (v - 1/3) ab + (w - 1/3) ac, its length squared
+        ov, ow = plane[:, 1] - 1.0 / 3.0, plane[:, 2] - 1.0 / 3.0
+        offset = ov * ov * g00
+        offset += 2.0 * ov * ow * g01
+        offset += ow * ow * g11
+        beyond = np.sqrt(np.maximum(offset, 0.0)) - np.take(self.surface.extent, tri)
+        beyond = np.maximum(np.maximum(beyond, outside), 0.0)
+        return plane[:, 0] ** 2 + beyond * beyond
+
     def outside(self, plane, tri):
         """(m,) how far the foot of each pair's point on its triangle's plane lies outside the
         triangle, at least (distance to the farthest edge line it is beyond; <= 0 inside)."""
@@ -149,3 +208,17 @@ class NarrowPhase:
         alt = np.take(self.surface.altitude, tri, axis=0)
         return np.maximum(np.maximum((v + w - 1.0) * alt[:, 0], -v * alt[:, 1]), -w * alt[:, 2])
 
+
+
+def _least_per_row(rows, bound, pairs):
+    """(k,) int64, ascending: of the pairs (ascending indices into rows and bound), each row's one
+    of least bound (the first of equal ones)."""
+    if len(pairs) == 0:
+        return pairs
+    row, value = rows[pairs], bound[pairs]
+    low = np.full(int(row.max()) + 1, np.inf)
+    np.minimum.at(low, row, value)
+    level = np.flatnonzero(value == low[row])
+    first = np.full(len(low), len(bound))
+    np.minimum.at(first, row[level], pairs[level])
+    return np.sort(first[first < len(bound)])

@@ -12,6 +12,12 @@ import numpy as np
 from ... import geometry
 from .. import sphere_search
 
+# Meshes of up to this many triangles are paired with particles by testing every pair (one array
+# operation); larger ones through the centroid tree first. A box's few triangles are so large that
+# the tree would pair nearly every particle with all of them anyway, and bounds finer than a
+# triangle's plane prune nothing there (narrow_phase.py).
+DENSE_TRIANGLES = 64
+
 
 class Surface:
     """vertices (v, 3) float64 m (reassign to move; `refresh` rebuilds what depends on them),
@@ -79,6 +85,8 @@ class Surface:
         self.features = np.concatenate([normal[:, None], vertex_normal[tris], edge_normal[self.tri_edges]],
                                         axis=1).reshape(-1, 3)
         each = np.linalg.norm(corners - centroid[:, None], axis=2).max(axis=1)
+        # (t,) m, each triangle's farthest corner from its centroid (NarrowPhase.lower_bound)
+        self.extent = each
         self.radius = float(each.max())
         self.tree = cKDTree(centroid)
         self.groups = _radius_groups(centroid, each, self.tree)
