@@ -367,6 +367,17 @@ def test_closest_near_a_finely_meshed_curved_body_matches_brute_force():
     assert np.all(bound <= every[rows, tri] ** 2 * (1.0 + 1e-9) + 1e-18)
 
 
+def _shell(seed, count, low, high, pinned):
+    """(generator, (count, 3) points at random distances in [low, high) m from the origin in random
+    directions, (count,) movable mask with the first `pinned` held)."""
+    rng = np.random.default_rng(seed)
+    direction = rng.normal(size=(count, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    movable = np.ones(count, dtype=bool)
+    movable[:pinned] = False
+    return rng, direction * rng.uniform(low, high, size=(count, 1)), movable
+
+
 def _pairs_of(ids, rows, tri, n):
     """The (particle, triangle) pairs of a select answer as a set of tuples."""
     assert len(ids) == len(np.unique(ids)) and np.all(ids < n)
@@ -383,12 +394,7 @@ def test_remembered_pairs_hold_what_each_query_asks_brute_force(moving):
     start = vertices - (0.02, 0.0, 0.01) if moving else vertices
     collider = MeshCollider(start, triangles)
     collider.update(vertices)
-    rng = np.random.default_rng(7)
-    direction = rng.normal(size=(240, 3))
-    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-    centre = direction * rng.uniform(0.35, 0.7, size=(240, 1))
-    movable = np.ones(240, dtype=bool)
-    movable[:8] = False
+    rng, centre, movable = _shell(7, 240, 0.35, 0.7, pinned=8)
     collider.remember_near(centre, 0.12, movable, sweep_from=start)
     assert len(collider.surface.groups) > 1
     # a later substep that reuses them: its own, smaller reach around where the cloth is now
@@ -437,3 +443,33 @@ def test_a_rim_is_a_sharp_edge_anywhere_or_an_open_edge_near_the_points():
     assert box.rim_near(np.array([[0.0, 0.0, 1.02]]), 0.05)
     vertices, triangles = uv_sphere(0.5, 32, 16)
     assert not MeshCollider(vertices, triangles).rim_near(np.array([[0.0, 0.0, 0.52]]), 0.05)
+
+
+@pytest.mark.parametrize("moving", [False, True])
+def test_projections_that_remember_surface_points_match_a_fresh_lookup(moving):
+    # On a finely meshed body a projection bounds each particle's distance by the closest point the
+    # last one found; that bound must hold on the surface as it is now (a moving body's old points
+    # do not) and must not change what a projection does.
+    vertices, triangles = uv_sphere(0.5, 64, 32)
+    rng, positions, movable = _shell(11, 300, 0.47, 0.56, pinned=5)
+    used = MeshCollider(vertices, triangles, thickness=0.002)
+    pose = vertices
+    for substep in range(3):
+        before = pose
+        if moving:
+            pose = vertices + (0.004 * (substep + 1), 0.0, -0.002 * (substep + 1))
+            used.update(pose)
+        previous = positions.copy()
+        used.remember_near(previous, 0.04, movable, sweep_from=before)
+        for _ in range(3):  # the solver's iterations, then the contact stage's passes
+            positions = positions + rng.normal(scale=0.003, size=positions.shape)
+            expected = positions.copy()
+            fresh = MeshCollider(before, triangles, thickness=0.002)
+            fresh.update(pose)
+            fresh.project(expected, previous, movable, margin=0.005, friction=None, sweep_from=before)
+            used.project(positions, previous, movable, margin=0.005, friction=None, sweep_from=before)
+            assert np.array_equal(positions, expected)
+            bound = used.broad.above(positions)
+            exact = used.closest(positions)[1]
+            assert np.isfinite(bound[movable]).mean() > 0.5  # most are near enough to have one
+            assert np.all(bound[np.isfinite(bound)] >= exact[np.isfinite(bound)] - 1e-12)

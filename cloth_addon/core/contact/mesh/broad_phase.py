@@ -18,9 +18,10 @@ within its query (one scalar test per pair before any geometry), and a substep t
 an earlier one remembered first keeps only the pairs within its own reach. The solver's
 projections ask for less still (`least`): the triangles within the particle's step (the ones its
 path may cross) and its nearest one (bounded by the nearest centroid from where it was
-remembered); only a particle whose crossing was undone needs every triangle within
-step + 2 reach. The narrow phase's work follows the particles' present need, not the remembered
-reach.
+remembered, or by the closest point the last projection found on the surface as it is now: on a
+finely meshed body the second is the tighter, and fewer triangles pass); only a particle whose
+crossing was undone needs every triangle within step + 2 reach. The narrow phase's work follows
+the particles' present need, not the remembered reach.
 
 What is remembered is kept up, not rebuilt: when a substep's query reaches beyond it for some
 particles (a cloth sliding over a body), only those are looked up again (`renew`), while they are
@@ -80,6 +81,26 @@ class MeshBroadPhase:
         self.cache = None  # the part of it this substep's projections look at
         # (geometry, points (n, 3), distance to the surface (n,), inside (n,)): inside's answers
         self.sides = None
+        # (geometry, (n, 3) m): a point on the surface near each particle, inf where none is known
+        self.footing = None
+
+    def note_surface_points(self, ids, points, count) -> None:
+        """Remember points (k, 3) m on the surface as it is now for the particles ids (k,) of a cloth
+        of `count`: a projection's closest points. The distance from a particle to its point bounds
+        its distance to the surface from above, however far it has moved since (see select)."""
+        footing = self.footing
+        if footing is None or footing[0] is not self.surface.vertices or len(footing[1]) != count:
+            footing = self.footing = (self.surface.vertices, np.full((count, 3), np.inf))
+        footing[1][ids] = points
+
+    def above(self, points):
+        """(n,) m: an upper bound of the distance from each of points (n, 3), a cloth's particles, to
+        the surface as it is now, from note_surface_points (inf where none is known)."""
+        footing = self.footing
+        if footing is None or footing[0] is not self.surface.vertices or len(footing[1]) != len(points):
+            return np.full(len(points), np.inf)
+        gap = points - footing[1]
+        return np.sqrt(np.einsum("ij,ij->i", gap, gap))
 
     def remember_near(self, positions, radius, movable, before, nearest=None) -> None:
         """Remember the triangles near each particle, so that later `project` and `contact_normals`
@@ -173,7 +194,10 @@ class MeshBroadPhase:
             if cache.anchor is not cache.centre:
                 moved = points - cache.anchor
                 moved = np.sqrt(np.einsum("ij,ij->i", moved, moved))
-            need = np.minimum(need, np.maximum(least, cache.above + moved))
+            # or than a point on the surface found since (the last projection's closest point): a
+            # bound without the distance from a centroid to its triangle's nearest point
+            above = np.minimum(cache.above + moved, self.above(points))
+            need = np.minimum(need, np.maximum(least, above))
         wanted = movable & (shift + need <= cache.limit) & ~cache.inside
         reach = shift + need  # (n,): from the centre, m
         # a pair farther from the centre than the particle's reach from it is farther than need

@@ -343,7 +343,9 @@ class MeshCollider(Collider):
         if len(moved):
             rows, tri, plane = self._after_crossings(p, idx, rows, tri, plane, moved, need, before)
         covered = np.take(need, idx)
-        nearest = self.response.proximity(p, p0, rows, tri, plane, covered, reach, mu, motion)
+        nearest, (near_rows, foot) = self.response.proximity(p, p0, rows, tri, plane, covered, reach, mu,
+                                                             motion)
+        self.broad.note_surface_points(np.take(idx, near_rows), foot, len(positions))
         if not whole:
             positions[idx] = p
         if nearest is not None:

@@ -128,7 +128,10 @@ class VertexResponse:
         """Push particles within reach of the surface (or inside a closed part) out to reach.
 
         plane: (m, 3) _plane_coordinates of p[rows]; covered: (k,) m, the pairs hold every triangle
-        this close to each of p."""
+        this close to each of p. Returns (nearest, footing): nearest (rows into p (j,), closest
+        points q (j, 3), triangles, regions, barycentric coordinates), or None once friction has
+        moved the particles along the surface; footing (rows (j,), q (j, 3)): points on the
+        surface, whatever friction did."""
         sel, q, d, t, reg, bary = self.narrow.nearest(p, rows, tri, plane)
         normal = self.surface.pseudo_normal(t, reg)
         offset = np.take(p, sel, axis=0) - q
@@ -146,8 +149,9 @@ class VertexResponse:
             inside[deep] = self.surface.closed[t[deep]] & (outward < 0.0)
         hit = inside | (d < reach)
         nearest = (sel, q, t, reg, bary)
+        footing = (sel, q)
         if not np.any(hit):
-            return nearest
+            return nearest, footing
         tiny = d <= 1e-12 * max(reach, 1e-3)
         direction = offset / np.where(tiny, 1.0, d)[:, None]
         direction[inside] *= -1.0
@@ -166,8 +170,8 @@ class VertexResponse:
         if mu and mu > 0.0:
             t, bary, direction, d, inside = (a[hit] for a in (t, bary, direction, d, inside))
             self.friction(p, p0, sel, t, bary, direction, np.where(inside, reach + d, reach - d), mu, motion)
-            return None  # friction moved them along the surface: their closest points changed
-        return nearest
+            return None, footing  # friction moved them along the surface: their closest points changed
+        return nearest, footing
 
     def friction(self, p, p0, rows, tri, bary, normal, depth, mu, motion):
         """Friction on the motion relative to the collider's surface at the contact point."""
