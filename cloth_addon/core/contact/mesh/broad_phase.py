@@ -89,7 +89,7 @@ class MeshBroadPhase:
         of `count`: a projection's closest points. The distance from a particle to its point bounds
         its distance to the surface from above, however far it has moved since (see select)."""
         footing = self.footing
-        if footing is None or footing[0] is not self.surface.vertices or len(footing[1]) != count:
+        if not self._current(footing, count):
             footing = self.footing = (self.surface.vertices, np.full((count, 3), np.inf))
         footing[1][ids] = points
 
@@ -97,10 +97,15 @@ class MeshBroadPhase:
         """(n,) m: an upper bound of the distance from each of points (n, 3), a cloth's particles, to
         the surface as it is now, from note_surface_points (inf where none is known)."""
         footing = self.footing
-        if footing is None or footing[0] is not self.surface.vertices or len(footing[1]) != len(points):
+        if not self._current(footing, len(points)):
             return np.full(len(points), np.inf)
         gap = points - footing[1]
         return np.sqrt(np.einsum("ij,ij->i", gap, gap))
+
+    def _current(self, record, count) -> bool:
+        """Whether a per-particle record (geometry, (n, ...) arrays...) is for the surface as it is
+        now and a cloth of `count` particles."""
+        return record is not None and record[0] is self.surface.vertices and len(record[1]) == count
 
     def remember_near(self, positions, radius, movable, before, nearest=None) -> None:
         """Remember the triangles near each particle, so that later `project` and `contact_normals`
@@ -241,7 +246,7 @@ class MeshBroadPhase:
         low, high = self.surface.closed_box
         at = np.flatnonzero(which & geometry.row_all((points >= low) & (points <= high)))
         sides = self.sides
-        if sides is not None and (sides[0] is not self.surface.vertices or len(sides[1]) != len(points)):
+        if sides is not None and not self._current(sides, len(points)):
             sides = self.sides = None
         if sides is not None and len(at):
             gap = points[at] - sides[1][at]
