@@ -34,6 +34,10 @@ CLUSTER = 32
 MAX_CLUSTERS = 1024
 # Touch tolerance of the continuous test, as a fraction of the gap (and never below 1 um).
 TOUCH = 1e-3
+# Where the solver's end of a substep lists more candidate pairs than memory allows, each free
+# vertex's move beyond its free flight is cut to at most this many median edge lengths, then the
+# next, before the cloth is held where the substep started (`prepare`).
+LIMITS = (1.0, 0.5, 0.25, 0.125)
 
 
 class SelfContact:
@@ -81,13 +85,38 @@ class SelfContact:
         """The kept candidates.Candidates, or None before the first `prepare`."""
         return self.broad.candidates
 
-    def prepare(self, x0, x1) -> None:
-        """Candidates that hold for the substep x0 -> x1 (n, 3); if they cannot be listed within
-        memory, x1 is set back to x0 (this substep does not move the cloth)."""
+    def prepare(self, x0, x1, free=None) -> None:
+        """Candidates that hold for the substep x0 -> x1 (n, 3). If they cannot be listed within
+        memory, x1 is changed in place: given free (n, 3), where free flight takes each vertex
+        (the solver's inertial prediction), each free vertex's move beyond it is cut to at most
+        LIMITS median edge lengths in turn, until the candidates fit; failing that (or without
+        free) x1 is set back to x0 (this substep does not move the cloth).
+
+        The cut is for a cloth wound tight (a sheet twisted into a rope): its springs push it far
+        beyond free flight in every substep while its layers hold it back and the impact zones
+        undo the move, and the candidates for such moves grow past any memory. Holding the whole
+        cloth instead, while its pins go on moving, stretched the cloth between them and its
+        last free pose into a sheet of huge triangles in every held substep."""
         try:
             self.broad.cover(x0, x1)
+            return
         except sphere_search.TooManyPairs:
-            self._hold(x0, x1)
+            pass
+        if free is not None:
+            beyond = x1 - free
+            size = np.sqrt(np.einsum("ij,ij->i", beyond, beyond))
+            movable = self.model.inv_mass > 0.0
+            edge = self.model.median_edge_length
+            for limit in LIMITS:
+                scale = np.minimum(1.0, limit * edge / np.maximum(size, 1e-300))
+                x1[movable] = free[movable] + beyond[movable] * scale[movable, None]
+                try:
+                    self.broad.cover(x0, x1)
+                    self.stats["limited"] = self.stats.get("limited", 0) + 1
+                    return
+                except sphere_search.TooManyPairs:
+                    continue
+        self._hold(x0, x1)
 
     def _hold(self, x0, x1) -> None:
         """The last resort: every free vertex stays where the substep started, in place on x1."""
