@@ -537,11 +537,12 @@ def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch)
     assert contact.untangle(vertices, x1) == 0 and np.array_equal(x1, vertices)
 
 
-def test_a_move_too_far_beyond_free_flight_for_memory_is_cut_before_the_cloth_is_held(monkeypatch):
-    """Given where free flight takes the cloth, the last resort first cuts each vertex's move
-    beyond it (SelfContact.LIMITS median edges in turn) and holds the cloth only when even the
-    shortest cut lists too many pairs. A twisted sheet held whole while its pins went on turning
-    was stretched between them into huge triangles."""
+def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monkeypatch):
+    """Given where free flight takes the cloth, a substep whose end would list more than
+    PAIR_LIMIT sphere pairs a vertex first has each vertex's move beyond free flight cut
+    (SelfContact.LIMITS median edges in turn); the shortest cut is kept within memory's limit, and
+    only if even that does not fit is the cloth held. A twisted sheet held whole while its pins
+    went on turning was stretched between them into huge triangles."""
     from cloth_addon.core.contact.self_contact import contact as self_contact
     from cloth_addon.core.contact.self_contact import feature_search
 
@@ -549,30 +550,41 @@ def test_a_move_too_far_beyond_free_flight_for_memory_is_cut_before_the_cloth_is
     vertices, faces, _ = make_grid(12, 12, 1.0, "xy")
     model = Simulation(vertices, faces).model
     edge, features = model.median_edge_length, model.contact_features
-    flung = vertices + rng.normal(0.0, 0.15, vertices.shape)  # free flight: the cloth stays put
-    beyond = np.linalg.norm(flung - vertices, axis=1)
-    # made within the usual limit (their rest-shape searches), then run under a lower one
-    cut_contact, held_contact = SelfContact(model, 0.02, 0.0), SelfContact(model, 0.02, 0.0)
+    calm = vertices + rng.normal(0.0, 0.05, vertices.shape)  # free flight: the cloth stays put
+    flung = vertices + rng.normal(0.0, 0.15, vertices.shape)
+
+    def prepared(x1, contact=None):
+        contact = SelfContact(model, 0.02, 0.0) if contact is None else contact
+        x1 = x1.copy()
+        contact.prepare(vertices, x1, free=vertices)
+        return x1, contact
+
+    def cut_to(x1, moved, cut):
+        """every vertex keeps its direction, and its whole move where that was within the cut"""
+        beyond = np.linalg.norm(moved - vertices, axis=1)
+        kept = np.minimum(1.0, cut * edge / beyond)
+        np.testing.assert_allclose(x1 - vertices, (moved - vertices) * kept[:, None])
+        np.testing.assert_allclose(np.linalg.norm(x1 - vertices, axis=1).max(), cut * edge)
+
+    x1, contact = prepared(calm)  # within the limit: as it was
+    assert np.array_equal(x1, calm) and "limited" not in contact.stats
+    x1, contact = prepared(flung)
+    cut_to(x1, flung, self_contact.LIMITS[0])
+    assert contact.stats["limited"] == 1 and "held" not in contact.stats
+
+    # made within the usual limits (their rest-shape searches), then run under lower ones: the
+    # work limit refuses every cut but the shortest, which memory's limit takes or refuses
+    fits, refused = SelfContact(model, 0.02, 0.0), SelfContact(model, 0.02, 0.0)
     monkeypatch.setattr(feature_search, "PAIR_LIMIT", 1)
-
-    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 3_000)  # not even the shortest cut fits
-    x1 = flung.copy()
-    held_contact.prepare(vertices, x1, free=vertices)
-    assert np.array_equal(x1, vertices) and held_contact.stats["held"] == 1
-
+    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 3_000)
+    x1, _ = prepared(flung, refused)
+    assert np.array_equal(x1, vertices) and refused.stats["held"] == 1
     monkeypatch.setattr(feature_search, "PAIR_FLOOR", 20_000)
-    x1 = flung.copy()
-    cut_contact.prepare(vertices, x1, free=vertices)
-    assert "held" not in cut_contact.stats and cut_contact.stats["limited"] == 1
-    moved = np.linalg.norm(x1 - vertices, axis=1)
-    cut = moved.max() / edge
-    assert any(np.isclose(cut, limit) for limit in self_contact.LIMITS[1:]), cut
-    # every vertex keeps its direction, and its whole move where that was within the cut
-    kept = np.minimum(1.0, cut * edge / beyond)
-    np.testing.assert_allclose(x1 - vertices, (flung - vertices) * kept[:, None])
-    assert np.all(moved > 0.0)
-    cut_contact.separate(x1, vertices)
-    cut_contact.untangle(vertices, x1)
+    x1, _ = prepared(flung, fits)
+    cut_to(x1, flung, self_contact.LIMITS[-1])
+    assert fits.stats["limited"] == 1 and "held" not in fits.stats
+    fits.separate(x1, vertices)
+    fits.untangle(vertices, x1)
     assert edge_triangle_crossings(x1, features.edges, features.triangles) == 0
 
 

@@ -18,7 +18,7 @@ Per substep, with x0 the (crossing-free) start and x1 the solver's end, the cont
 import numpy as np
 
 from .. import sphere_search
-from . import narrow_phase, response
+from . import feature_search, narrow_phase, response
 from .broad_phase import BroadPhase
 from .candidates import Neighbourhood
 from .clusters import Clusters
@@ -34,9 +34,9 @@ CLUSTER = 32
 MAX_CLUSTERS = 1024
 # Touch tolerance of the continuous test, as a fraction of the gap (and never below 1 um).
 TOUCH = 1e-3
-# Where the solver's end of a substep lists more candidate pairs than memory allows, each free
-# vertex's move beyond its free flight is cut to at most this many median edge lengths, then the
-# next, before the cloth is held where the substep started (`prepare`).
+# Where the solver's end of a substep would list more candidate pairs than are worth listing, each
+# free vertex's move beyond its free flight is cut to at most this many median edge lengths, then
+# the next, before the cloth is held where the substep started (`prepare`).
 LIMITS = (1.0, 0.5, 0.25, 0.125)
 
 
@@ -64,6 +64,7 @@ class SelfContact:
         self.stats = {"vf": 0, "ee": 0, "zones": 0, "rounds": 0, "frozen": 0, "pins_held": 0,
                       "clusters": clusters.count}
         self.broad = BroadPhase(self.search, self.neighbourhood, self.stats)
+        self._cut = 0  # the level of LIMITS the last `prepare` cut to (0: none)
         self.zones = ImpactZones(model, self._touching, self.stats)
 
     @property
@@ -86,37 +87,58 @@ class SelfContact:
         return self.broad.candidates
 
     def prepare(self, x0, x1, free=None) -> None:
-        """Candidates that hold for the substep x0 -> x1 (n, 3). If they cannot be listed within
-        memory, x1 is changed in place: given free (n, 3), where free flight takes each vertex
-        (the solver's inertial prediction), each free vertex's move beyond it is cut to at most
-        LIMITS median edge lengths in turn, until the candidates fit; failing that (or without
-        free) x1 is set back to x0 (this substep does not move the cloth).
+        """Candidates that hold for the substep x0 -> x1 (n, 3). Without free, x1 is set back to
+        x0 if they cannot be listed within memory (this substep does not move the cloth). Given
+        free (n, 3), where free flight takes each vertex (the solver's inertial prediction): if
+        they would list more than feature_search.PAIR_LIMIT sphere pairs a vertex, each free
+        vertex's move beyond free flight is cut to at most LIMITS median edge lengths in turn,
+        in place on x1, until they do not; the shortest cut is then kept within memory's limit,
+        or the cloth is held.
 
         The cut is for a cloth wound tight (a sheet twisted into a rope): its springs push it far
         beyond free flight in every substep while its layers hold it back and the impact zones
-        undo the move, and the candidates for such moves grow past any memory. Holding the whole
-        cloth instead, while its pins go on moving, stretched the cloth between them and its
-        last free pose into a sheet of huge triangles in every held substep."""
-        try:
-            self.broad.cover(x0, x1)
+        undo the move, and the candidates for such moves grow to memory's limit. Holding the whole
+        cloth instead, while its pins went on turning, stretched the cloth between them and its
+        last free pose into huge triangles in every held substep."""
+        if free is None:
+            try:
+                self.broad.cover(x0, x1)
+            except sphere_search.TooManyPairs:
+                self._hold(x0, x1)
             return
-        except sphere_search.TooManyPairs:
-            pass
-        if free is not None:
+        search = self.search
+        # a cloth that needed a cut needs one again in the next substep: it starts one level
+        # above the last cut (each refused level costs a search), and climbs back while it fits
+        start, self._cut = self._cut, 0
+        try:
+            search.work_limit = feature_search.PAIR_LIMIT * len(x1)
+            if start <= 1:
+                try:
+                    self.broad.cover(x0, x1)
+                    return
+                except sphere_search.TooManyPairs:
+                    pass
             beyond = x1 - free
             size = np.sqrt(np.einsum("ij,ij->i", beyond, beyond))
             movable = self.model.inv_mass > 0.0
             edge = self.model.median_edge_length
-            for limit in LIMITS:
+            for level, limit in enumerate(LIMITS, 1):
+                if level < start - 1:
+                    continue
                 scale = np.minimum(1.0, limit * edge / np.maximum(size, 1e-300))
                 x1[movable] = free[movable] + beyond[movable] * scale[movable, None]
+                if level == len(LIMITS):
+                    search.work_limit = None  # the shortest cut: memory's limit
                 try:
                     self.broad.cover(x0, x1)
-                    self.stats["limited"] = self.stats.get("limited", 0) + 1
-                    return
                 except sphere_search.TooManyPairs:
                     continue
-        self._hold(x0, x1)
+                self.stats["limited"] = self.stats.get("limited", 0) + 1
+                self._cut = level
+                return
+            self._hold(x0, x1)
+        finally:
+            search.work_limit = None
 
     def _hold(self, x0, x1) -> None:
         """The last resort: every free vertex stays where the substep started, in place on x1."""

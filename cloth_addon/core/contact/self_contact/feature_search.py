@@ -57,6 +57,8 @@ class FeatureSearch:
         self.n_particles = n_particles
         self.triangles, self.edges, self.distance = triangles, edges, distance
         self.clusters = clusters
+        # a lower limit on a search's sphere pairs than memory's (pair_limit), or None
+        self.work_limit = None
         self._set_parts(parts)
 
     # -- several cloth objects ---------------------------------------------------------------
@@ -142,7 +144,7 @@ class FeatureSearch:
         their features, the pair's vertex included). Raises
         sphere_search.TooManyPairs rather than list more sphere pairs than PAIR_LIMIT per vertex (or
         PAIR_FLOOR; a search's count is estimated, see sphere_search.sphere_pairs)."""
-        limit = pair_limit(len(x))
+        limit = pair_limit(len(x)) if self.work_limit is None else min(self.work_limit, pair_limit(len(x)))
         flat = None if allowance is None else allowance.ravel()
         # a feature's reach covers its share of any allowance of its clusters: half of the largest
         # (the allowances are symmetric, so the halves of two clusters add up to theirs)
