@@ -539,7 +539,7 @@ def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch)
 
 def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monkeypatch):
     """Given where free flight takes the cloth, a substep whose end would list more than
-    PAIR_LIMIT sphere pairs a vertex first has each vertex's move beyond free flight cut
+    PAIR_LIMIT sphere pairs a vertex first has each free vertex's move beyond free flight cut
     (SelfContact.LIMITS median edges in turn); the shortest cut is kept within memory's limit, and
     only if even that does not fit is the cloth held. A twisted sheet held whole while its pins
     went on turning was stretched between them into huge triangles."""
@@ -547,24 +547,32 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
     from cloth_addon.core.contact.self_contact import feature_search
 
     rng = np.random.default_rng(3)
-    vertices, faces, _ = make_grid(12, 12, 1.0, "xy")
-    model = Simulation(vertices, faces).model
+    vertices, faces, index = make_grid(12, 12, 1.0, "xy")
+    pins = index[:, 0]
+    model = Simulation(vertices, faces, pinned=pins).model
     edge, features = model.median_edge_length, model.contact_features
-    calm = vertices + rng.normal(0.0, 0.05, vertices.shape)  # free flight: the cloth stays put
-    flung = vertices + rng.normal(0.0, 0.15, vertices.shape)
+    free = vertices + (0.0, 0.0, -0.01)  # free flight: a little fall, the pins where they are
+    free[pins] = vertices[pins]
+    calm = free + rng.normal(0.0, 0.05, vertices.shape)
+    flung = free + rng.normal(0.0, 0.15, vertices.shape)
+    calm[pins] = flung[pins] = vertices[pins] + (0.0, 0.05, 0.0)  # pins moved to their targets
 
     def prepared(x1, contact=None):
         contact = SelfContact(model, 0.02, 0.0) if contact is None else contact
         x1 = x1.copy()
-        contact.prepare(vertices, x1, free=vertices)
+        contact.prepare(vertices, x1, free=free)
+        assert contact.search.work_limit is None
         return x1, contact
 
     def cut_to(x1, moved, cut):
-        """every vertex keeps its direction, and its whole move where that was within the cut"""
-        beyond = np.linalg.norm(moved - vertices, axis=1)
+        """the pins where they were sent; every other vertex keeps its direction beyond free
+        flight, and its whole move where that was within the cut"""
+        assert np.array_equal(x1[pins], moved[pins])
+        rows = np.setdiff1d(np.arange(len(x1)), pins)
+        beyond = np.linalg.norm(moved[rows] - free[rows], axis=1)
         kept = np.minimum(1.0, cut * edge / beyond)
-        np.testing.assert_allclose(x1 - vertices, (moved - vertices) * kept[:, None])
-        np.testing.assert_allclose(np.linalg.norm(x1 - vertices, axis=1).max(), cut * edge)
+        np.testing.assert_allclose(x1[rows] - free[rows], (moved[rows] - free[rows]) * kept[:, None])
+        np.testing.assert_allclose(np.linalg.norm(x1[rows] - free[rows], axis=1).max(), cut * edge)
 
     x1, contact = prepared(calm)  # within the limit: as it was
     assert np.array_equal(x1, calm) and "limited" not in contact.stats
@@ -578,7 +586,9 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
     monkeypatch.setattr(feature_search, "PAIR_LIMIT", 1)
     monkeypatch.setattr(feature_search, "PAIR_FLOOR", 3_000)
     x1, _ = prepared(flung, refused)
-    assert np.array_equal(x1, vertices) and refused.stats["held"] == 1
+    held = vertices.copy()
+    held[pins] = flung[pins]  # the free vertices where the substep started, the pins sent on
+    assert np.array_equal(x1, held) and refused.stats["held"] == 1
     monkeypatch.setattr(feature_search, "PAIR_FLOOR", 20_000)
     x1, _ = prepared(flung, fits)
     cut_to(x1, flung, self_contact.LIMITS[-1])
@@ -586,6 +596,14 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
     fits.separate(x1, vertices)
     fits.untangle(vertices, x1)
     assert edge_triangle_crossings(x1, features.edges, features.triangles) == 0
+    # the next substep starts one level above the last cut, not from the uncut move
+    tried = []
+    cover = fits.broad.cover
+    monkeypatch.setattr(fits.broad, "cover", lambda x0, x1: (tried.append(x1.copy()), cover(x0, x1)))
+    x1, _ = prepared(flung, fits)
+    assert fits.stats["limited"] == 2 and "held" not in fits.stats
+    first = np.delete(tried[0] - free, pins, axis=0)
+    assert np.linalg.norm(first, axis=1).max() == pytest.approx(self_contact.LIMITS[-2] * edge)
 
 
 def test_the_pair_limit_holds_on_an_estimated_count():

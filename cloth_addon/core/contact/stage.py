@@ -239,7 +239,8 @@ class ContactStage:
             # (a pass may still move a vertex out of the candidates' reach: proximity then misses
             # a pair for this substep, which only the guarantee below must not); a move so far
             # beyond free flight that its candidates would be too many is cut here, where the
-            # passes and the colliders still follow
+            # passes and the colliders still follow (a cut can take a vertex back into a collider
+            # that had pushed it out: every pass projects the colliders again)
             contact.prepare(x0, x1, free=y)
             # the passes stop once one moves no vertex by more than PASS_TOLERANCE of the gap: the
             # layers have found their places, and another pass would measure the same pairs again

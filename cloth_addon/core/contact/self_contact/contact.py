@@ -90,10 +90,10 @@ class SelfContact:
         """Candidates that hold for the substep x0 -> x1 (n, 3). Without free, x1 is set back to
         x0 if they cannot be listed within memory (this substep does not move the cloth). Given
         free (n, 3), where free flight takes each vertex (the solver's inertial prediction): if
-        they would list more than feature_search.PAIR_LIMIT sphere pairs a vertex, each free
-        vertex's move beyond free flight is cut to at most LIMITS median edge lengths in turn,
-        in place on x1, until they do not; the shortest cut is then kept within memory's limit,
-        or the cloth is held.
+        a search for them would list more than feature_search.PAIR_LIMIT sphere pairs a vertex,
+        each free vertex's move beyond free flight is cut to at most LIMITS median edge lengths
+        in turn, in place on x1, until none does; the shortest cut is then kept within memory's
+        limit (pair_limit), or the cloth is held.
 
         The cut is for a cloth wound tight (a sheet twisted into a rope): its springs push it far
         beyond free flight in every substep while its layers hold it back and the impact zones
@@ -107,8 +107,9 @@ class SelfContact:
                 self._hold(x0, x1)
             return
         search = self.search
-        # a cloth that needed a cut needs one again in the next substep: it starts one level
-        # above the last cut (each refused level costs a search), and climbs back while it fits
+        # a cloth that needed a cut (or was held) needs one again in the next substep: it starts
+        # one level above the last (each refused level costs a search), and climbs back while it
+        # fits
         start, self._cut = self._cut, 0
         try:
             search.work_limit = feature_search.PAIR_LIMIT * len(x1)
@@ -136,6 +137,7 @@ class SelfContact:
                 self.stats["limited"] = self.stats.get("limited", 0) + 1
                 self._cut = level
                 return
+            self._cut = len(LIMITS)
             self._hold(x0, x1)
         finally:
             search.work_limit = None
