@@ -108,33 +108,28 @@ class SelfContact:
             return
         search = self.search
         # a cloth that needed a cut (or was held) needs one again in the next substep: it starts
-        # one level above the last (each refused level costs a search), and climbs back while it
-        # fits
+        # one level above the last (each refused level costs a search; level 0: no cut), and
+        # climbs back while it fits
         start, self._cut = self._cut, 0
+        movable = beyond = size = None
         try:
             search.work_limit = feature_search.PAIR_LIMIT * len(x1)
-            if start <= 1:
-                try:
-                    self.broad.cover(x0, x1)
-                    return
-                except sphere_search.TooManyPairs:
-                    pass
-            beyond = x1 - free
-            size = np.sqrt(np.einsum("ij,ij->i", beyond, beyond))
-            movable = self.model.inv_mass > 0.0
-            edge = self.model.median_edge_length
-            for level, limit in enumerate(LIMITS, 1):
-                if level < start - 1:
-                    continue
-                scale = np.minimum(1.0, limit * edge / np.maximum(size, 1e-300))
-                x1[movable] = free[movable] + beyond[movable] * scale[movable, None]
+            for level in range(max(start - 1, 0), len(LIMITS) + 1):
+                if level:
+                    if beyond is None:
+                        movable, beyond = self.model.inv_mass > 0.0, x1 - free
+                        size = np.sqrt(np.einsum("ij,ij->i", beyond, beyond))
+                    cut = LIMITS[level - 1] * self.model.median_edge_length
+                    scale = np.minimum(1.0, cut / np.maximum(size, 1e-300))
+                    x1[movable] = free[movable] + beyond[movable] * scale[movable, None]
                 if level == len(LIMITS):
                     search.work_limit = None  # the shortest cut: memory's limit
                 try:
                     self.broad.cover(x0, x1)
                 except sphere_search.TooManyPairs:
                     continue
-                self.stats["limited"] = self.stats.get("limited", 0) + 1
+                if level:
+                    self.stats["limited"] = self.stats.get("limited", 0) + 1
                 self._cut = level
                 return
             self._cut = len(LIMITS)
