@@ -9,7 +9,7 @@ import numpy as np
 from .wind import air_velocity
 
 
-def aerodynamic_forces(positions, velocities, faces, triangles, air, drag, lift):
+def aerodynamic_forces(positions, velocities, faces, air, drag, lift):
     """(n, 3) N and (n,) kg/s: aerodynamic forces and how fast they can change a velocity.
 
     positions, velocities: (n, 3) m, m/s. air: (3,) or (m, 3) m/s, the air velocity at each
@@ -28,18 +28,29 @@ def aerodynamic_forces(positions, velocities, faces, triangles, air, drag, lift)
     the same force per mass everywhere and drag alone does not bend it. The rate returned is
     (drag + lift) * A * |u| per face, shared the same way: a bound on d(force)/d(velocity).
     """
-    cross = faces.doubled_areas(positions, triangles)  # (m, 3), |cross| = 2 A
-    twice_area = np.sqrt(np.einsum("ij,ij->i", cross, cross))
+    # in coordinate rows ((3, m) and (3n,)): every product below runs on long contiguous rows,
+    # and the sparse products take x, y and z in one call
+    doubled = faces.doubled_area_rows(np.ascontiguousarray(positions.T).ravel())  # |doubled| = 2 A
+    twice_area = np.sqrt(_row_dot(doubled, doubled))
+    normal = np.divide(doubled, np.maximum(twice_area, 1e-300), out=doubled)
+    relative = faces.corner_average_rows(np.ascontiguousarray(velocities.T).ravel()).reshape(3, -1)
+    np.subtract(np.asarray(air).T.reshape(3, -1), relative, out=relative)
+    speed = np.sqrt(_row_dot(relative, relative))
+    normal_speed = _row_dot(relative, normal)
     area = 0.5 * twice_area
-    normal = cross / np.maximum(twice_area, 1e-300)[:, None]
-    relative = air - faces.corner_average @ velocities
-    speed = np.sqrt(np.einsum("ij,ij->i", relative, relative))
-    normal_speed = np.einsum("ij,ij->i", relative, normal)
     along = drag * np.abs(normal_speed) - lift * normal_speed ** 2 / np.maximum(speed, 1e-300)
-    force = area[:, None] * (along[:, None] * relative + (lift * normal_speed * speed)[:, None] * normal)
-    # both shared out to the corners in one sparse product
-    shared = faces.corner_share @ np.column_stack([force, (drag + lift) * area * speed])
-    return shared[:, :3], shared[:, 3]
+    # the force's three rows and the rate's, shared out to the corners in one sparse product
+    shared = np.empty((4, len(area)))
+    np.multiply(relative, along * area, out=shared[:3])
+    shared[:3] += (lift * normal_speed * speed * area) * normal
+    np.multiply((drag + lift) * area, speed, out=shared[3])
+    corners = faces.corner_share_rows(shared.ravel()).reshape(4, -1)
+    return corners[:3].T, corners[3]
+
+
+def _row_dot(u, v):
+    """(k,) u . v for coordinate rows u, v (3, k)."""
+    return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
 
 
 def external_acceleration(model, positions, velocities, settings, h, wind_fields=(), time=0.0):
@@ -58,7 +69,7 @@ def external_acceleration(model, positions, velocities, settings, h, wind_fields
         air = np.asarray(settings.wind, dtype=np.float64)
         if wind_fields:
             air = air_velocity(faces.corner_average @ positions, time, air, wind_fields)
-        force, rate = aerodynamic_forces(positions, velocities, faces, model.triangles, air,
+        force, rate = aerodynamic_forces(positions, velocities, faces, air,
                                          settings.air_drag, settings.air_drag * settings.air_lift)
         limit = np.maximum(rate * h / model.mass, 1.0)
         accel += force / (model.mass * limit)[:, None]

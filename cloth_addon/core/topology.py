@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .geometry import cross
+from .sparse_ops import MatVec
 
 STRUCTURAL, SHEAR, BEND = 0, 1, 2
 # Sewing springs (core/garment.py): loose edges of a mesh with faces, rest length 0.
@@ -72,21 +72,53 @@ class Faces:
         corners = self.corners.reshape(-1, k)
         return tuple(np.ascontiguousarray(corners[:, j]) for j in range(k))
 
-    def doubled_areas(self, positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-        """(m, 3) float64: each face's vector area times 2 (normal times twice the area, m^2),
-        from positions (n, 3) and the faces' fan triangles (t, 3).
+    @functools.cached_property
+    def _area_edges(self):
+        """(edges, fans) for doubled_area_rows: edges maps coordinate rows (3n,) to two vectors
+        (3, 2, k) per face or fan triangle whose cross product is twice its vector area (a
+        quad's diagonals, a triangle's two edges from its first corner); fans (3t,) -> (3m,)
+        sums the fan triangles' rows per face, or None where k is the faces themselves."""
+        uniform = self._uniform
+        if uniform is not None and len(uniform) == 4:
+            a, b, c, d = uniform
+            first, second, fans = (c, a), (d, b), None
+        else:
+            triangles = triangulate(self)
+            first, second = (triangles[:, 1], triangles[:, 0]), (triangles[:, 2], triangles[:, 0])
+            fans = None if uniform is not None else MatVec(sp.block_diag([self.triangle_to_face] * 3))
+        k = len(first[0])
+        rows = np.arange(2 * k).reshape(2, k)
+        ends = np.concatenate([first[0], second[0], first[1], second[1]])
+        edges = sp.csr_matrix((np.repeat([1.0, -1.0], 2 * k), (np.tile(rows.ravel(), 2), ends)),
+                              shape=(2 * k, self.n_vertices))
+        return MatVec(sp.block_diag([edges] * 3)), fans
+
+    @functools.cached_property
+    def corner_average_rows(self) -> MatVec:
+        """corner_average on coordinate rows: (3n,) -> (3m,)."""
+        return MatVec(sp.block_diag([self.corner_average] * 3))
+
+    @functools.cached_property
+    def corner_share_rows(self) -> MatVec:
+        """corner_share on four rows of per-face values: (4m,) -> (4n,)."""
+        return MatVec(sp.block_diag([self.corner_share] * 4))
+
+    def doubled_area_rows(self, rows: np.ndarray) -> np.ndarray:
+        """(3, m) float64: each face's vector area times 2 (normal times twice the area, m^2), as
+        coordinate rows, from positions as coordinate rows (3n,) [x..., y..., z...].
 
         Any triangulation of a polygon gives it the same vector area; a quad's is the cross
         product of its diagonals, one product per face instead of two and a sum."""
-        uniform = self._uniform
-        if uniform is not None and len(uniform) == 4:
-            a, b, c, d = (np.take(positions, column, axis=0) for column in uniform)
-            c -= a
-            d -= b
-            return cross(c, d)
-        p0, p1, p2 = (np.take(positions, triangles[:, k], axis=0) for k in range(3))
-        doubled = cross(p1 - p0, p2 - p0)
-        return doubled if uniform is not None else self.triangle_to_face @ doubled
+        edges, fans = self._area_edges
+        u, v = edges(rows).reshape(3, 2, -1).transpose(1, 0, 2)
+        doubled = np.empty_like(u)
+        np.multiply(u[1], v[2], out=doubled[0])
+        doubled[0] -= u[2] * v[1]
+        np.multiply(u[2], v[0], out=doubled[1])
+        doubled[1] -= u[0] * v[2]
+        np.multiply(u[0], v[1], out=doubled[2])
+        doubled[2] -= u[1] * v[0]
+        return doubled if fans is None else fans(doubled.ravel()).reshape(3, -1)
 
     def __len__(self) -> int:
         return len(self.face_size)

@@ -86,6 +86,24 @@ def test_mixed_mesh_and_mass_total(grid):
     assert len({tuple(x) for x in model.spring_indices.tolist()}) == model.n_springs
 
 
+@pytest.mark.parametrize("mesh", ["quads", "triangles", "mixed"])
+def test_face_vector_areas_are_their_fan_triangles_sums(mesh):
+    # bent out of its plane, so that a quad's diagonals and its two triangles are different sums
+    v = [(0, 0, 0), (1, 0, 0.3), (2, 0, 0), (0, 1, 0.2), (1, 1, -0.4), (2, 1, 0.1), (1.5, 1.8, 0.5),
+         (0.5, 1.8, 0)]
+    faces = {"quads": [(0, 1, 4, 3), (1, 2, 5, 4), (3, 4, 6, 7)],
+             "triangles": [(0, 1, 4), (1, 2, 5), (1, 5, 4), (4, 5, 6)],
+             "mixed": [(0, 1, 4, 3), (1, 2, 5), (1, 5, 4), (3, 4, 6, 7), (4, 5, 6)]}[mesh]
+    model = build_model(v, faces, Settings())
+    p = np.asarray(v, float)
+    tri = model.triangles
+    doubled = np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]])
+    expected = np.zeros((len(faces), 3))
+    np.add.at(expected, model.faces.face_of_triangle, doubled)
+    rows = model.faces.doubled_area_rows(np.ascontiguousarray(p.T).ravel())
+    np.testing.assert_allclose(rows.T, expected, atol=1e-14)
+
+
 def test_rope_from_loose_edges():
     v = np.stack([np.zeros(5), np.zeros(5), -0.25 * np.arange(5)], axis=1)
     edges = np.stack([np.arange(4), np.arange(1, 5)], axis=1)

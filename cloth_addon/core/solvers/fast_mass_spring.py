@@ -106,7 +106,10 @@ class FastMassSpringSolver(InertialSolver):
         # long contiguous rows instead of strided (s, 3) columns, and one block-diagonal
         # product handles x, y and z in a single call.
         self.incidence_free = MatVec(sp.block_diag([incidence[:, self.free]] * 3))
-        self.incidence_pinned = incidence[:, model.pinned_indices].tocsr()
+        self.incidence_pinned = MatVec(sp.block_diag([incidence[:, model.pinned_indices]] * 3))
+        # the free particles' coordinates in the flat (n, 3) layout, for scattering an iterate
+        # back (a flat index does it several times faster than rows by a row index)
+        self._free_flat = (3 * self.free[:, None] + np.arange(3)).ravel()
         self.factorizations = 0
         self.extra_iterations = 0  # iterations run beyond `iterations` for contacts (CONTACT_EXTRA)
         # the step after the iterations that lets the cloth buckle (vertex_newton.py); None skips it
@@ -153,6 +156,7 @@ class FastMassSpringSolver(InertialSolver):
             # the damping springs' targets enter the right-hand side through h^2 J = h^2 A^T K,
             # so they are scaled by beta / h (h^2 k beta / h = h * beta * k, D's weight)
             self.damping_scale = np.where(weights > 0.0, self.spring_damping / self.h, 0.0)
+        self.coupling_rows = MatVec(sp.block_diag([self.coupling] * 3))
         self.solve = factorize(system)
         # K - M over the free particles, coordinate rows: the vertex step's gradient where the last
         # iterate is not the last solve's result (see _vertex_step)
@@ -163,18 +167,23 @@ class FastMassSpringSolver(InertialSolver):
         self.factorizations += 1
         self._dirty = False
 
-    def spring_targets(self, delta: np.ndarray, damped_length: np.ndarray | None = None) -> np.ndarray:
+    def spring_targets(self, delta: np.ndarray, damped_length: np.ndarray | None = None,
+                       length: np.ndarray | None = None) -> np.ndarray:
         """Local step: (3, s) vectors d_i along p_i1 - p_i2 (delta, (3, s), reused): of rest length
         for a stretched spring; for a compressed one, of its length l plus compression * (r - l),
         the target whose pull through the matrix's full stiffness k is the spring's own force,
         compression * k * (r - l) (the matrix stays the one factorisation; see docs/PHYSICS.md §9).
 
         damped_length: (s,) m, the damping springs' rest lengths times their scale (see
-        _refactor), whose targets along the same direction are added to d_i.
+        _refactor), whose targets along the same direction are added to d_i. length: (s,) m, the
+        springs' lengths |delta| where the caller has them already, or None.
         In place, in one buffer: no temporaries per iteration.
         """
-        scale = np.einsum("ij,ij->j", delta, delta)
-        np.sqrt(scale, out=scale)
+        if length is None:
+            scale = np.einsum("ij,ij->j", delta, delta)
+            np.sqrt(scale, out=scale)
+        else:
+            scale = length.copy()
         limited = self.limited
         length_limited = scale[limited] if limited is not None else None
         np.maximum(scale, 1e-12, out=scale)
@@ -227,13 +236,15 @@ class FastMassSpringSolver(InertialSolver):
         iterations = self.iterations if iterations is None else iterations
         y = self.predict(positions, previous, accel, pin_targets)
         free, pinned = self.free, self.model.pinned_indices
-        base = self.mass_f[:, None] * gather(y, free)
-        y_pinned = gather(y, pinned)
-        if len(pinned):
-            base -= self.coupling @ y_pinned
         # coordinate rows [x..., y..., z...], like the iterates' products below
-        base = np.ascontiguousarray(base.T).ravel()
-        delta_pinned = np.ascontiguousarray((self.incidence_pinned @ y_pinned).T).ravel()
+        y_rows = np.ascontiguousarray(y.T)
+        base = y_rows.take(free, axis=1)
+        base *= self.mass_f
+        base = base.ravel()
+        pinned_rows = y_rows.take(pinned, axis=1).ravel()
+        if len(pinned):
+            base -= self.coupling_rows(pinned_rows)
+        delta_pinned = self.incidence_pinned(pinned_rows)
         damped_length = damping = None
         if self.damping_scale is not None:
             start = self.incidence @ positions
@@ -307,7 +318,7 @@ class FastMassSpringSolver(InertialSolver):
         if contact is not None:
             contact.push = full_push
         out = y.copy()
-        out[free] = xf
+        out.reshape(-1)[self._free_flat] = xf.ravel()
         return out
 
     def _beside(self, touching: np.ndarray) -> np.ndarray:
@@ -346,7 +357,7 @@ class FastMassSpringSolver(InertialSolver):
         here = self._rows[3].reshape(3, -1)
         np.copyto(here, delta)
         # the targets there, then the change since the last solve's (in place)
-        change = np.subtract(targets, self.spring_targets(here, damped_length), out=here)
+        change = np.subtract(targets, self.spring_targets(here, damped_length, length), out=here)
         gradient = self.h2_J(change.ravel()).reshape(3, -1)
         moved = None if solved is None else xf - solved
         if moved is not None and np.any(moved):

@@ -62,6 +62,7 @@ class VertexNewton:
         self._weighted = np.empty((3, s))
         self._entries = np.empty((6, s))
         self._blocks = np.empty(6 * f)
+        self._k_here = np.empty(s)
         self._active = self._k = None
 
     def _stiffness(self, active: np.ndarray):
@@ -92,13 +93,17 @@ class VertexNewton:
         stretch = length - self.rest
         k, soft = self._stiffness(active)
         if soft is not None:
-            k = np.where(stretch < 0.0, soft, k)
+            here = self._k_here
+            np.copyto(here, k)
+            np.copyto(here, soft, where=stretch < 0.0)
+            k = here
         # A force-limited (sewing) spring past its limit has no curvature along itself, and a step
         # sized by the mass alone would carry a seam's ends far past each other before the pull
         # fades as the seam closes: k, the curvature it has once closer, bounds the step instead
         # (the block stays above the Hessian along the whole step, not only where it starts).
         along = k
-        across = np.maximum(limited_force(stretch, k, self.limit), 0.0)
+        across = limited_force(stretch, k, self.limit)
+        np.maximum(across, 0.0, out=across)
         if damping is not None:
             damper, start = damping
             across += np.maximum(damper * (length - start), 0.0)
@@ -129,17 +134,28 @@ def solve_symmetric3(blocks: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     is several times slower). blocks: (6, n) entries (xx, yy, zz, xy, xz, yz) as rows, positive
     definite; rhs: (3, n)."""
     a, d, f, b, c, e = blocks
-    c11 = d * f - e * e
-    c12 = c * e - b * f
-    c13 = b * e - c * d
-    c22 = a * f - c * c
-    c23 = b * c - a * e
-    c33 = a * d - b * b
-    det = a * c11 + b * c12 + c * c13
+    cofactors = np.empty((6, len(a)))
+    c11, c22, c33, c12, c13, c23 = cofactors
+    np.multiply(d, f, out=c11)
+    c11 -= e * e
+    np.multiply(c, e, out=c12)
+    c12 -= b * f
+    np.multiply(b, e, out=c13)
+    c13 -= c * d
+    np.multiply(a, f, out=c22)
+    c22 -= c * c
+    np.multiply(b, c, out=c23)
+    c23 -= a * e
+    np.multiply(a, d, out=c33)
+    c33 -= b * b
+    det = a * c11
+    det += b * c12
+    det += c * c13
     r0, r1, r2 = rhs
     out = np.empty_like(rhs)
-    out[0] = c11 * r0 + c12 * r1 + c13 * r2
-    out[1] = c12 * r0 + c22 * r1 + c23 * r2
-    out[2] = c13 * r0 + c23 * r1 + c33 * r2
+    for row, (first, second, third) in enumerate(((c11, c12, c13), (c12, c22, c23), (c13, c23, c33))):
+        np.multiply(first, r0, out=out[row])
+        out[row] += second * r1
+        out[row] += third * r2
     out /= det
     return out
