@@ -36,6 +36,13 @@ def factorize(matrix: sp.spmatrix, backend: str | None = None):
                                  coo.data.astype(np.float64), MatrixType.COO)
 
         def solve(rhs):
+            if rhs.ndim == 2 and not rhs.flags.c_contiguous:
+                # a (f, 3) view of coordinate rows (the fast solver's right-hand side) is copied
+                # to row order column by column, several times faster than np.ascontiguousarray
+                rows = np.empty(rhs.shape)
+                for column in range(rhs.shape[1]):
+                    rows[:, column] = rhs[:, column]
+                rhs = rows
             rhs = np.ascontiguousarray(rhs, dtype=np.float64)
             out = np.empty_like(rhs)
             solver.solve(rhs, out)

@@ -168,7 +168,7 @@ class FastMassSpringSolver(InertialSolver):
         self._dirty = False
 
     def spring_targets(self, delta: np.ndarray, damped_length: np.ndarray | None = None,
-                       length: np.ndarray | None = None) -> np.ndarray:
+                       length: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """Local step: (3, s) vectors d_i along p_i1 - p_i2 (delta, (3, s), reused): of rest length
         for a stretched spring; for a compressed one, of its length l plus compression * (r - l),
         the target whose pull through the matrix's full stiffness k is the spring's own force,
@@ -176,7 +176,8 @@ class FastMassSpringSolver(InertialSolver):
 
         damped_length: (s,) m, the damping springs' rest lengths times their scale (see
         _refactor), whose targets along the same direction are added to d_i. length: (s,) m, the
-        springs' lengths |delta| where the caller has them already, or None.
+        springs' lengths |delta| where the caller has them already, or None. out: (3, s), where
+        the targets go instead of into delta.
         In place, in one buffer: no temporaries per iteration.
         """
         if length is None:
@@ -199,8 +200,7 @@ class FastMassSpringSolver(InertialSolver):
                                                     self.limited_stiffness, self.limited_force)
         if damped is not None:
             scale += damped
-        delta *= scale
-        return delta
+        return np.multiply(delta, scale, out=delta if out is None else out)
 
     def right_hand_side(self, targets: np.ndarray, base: np.ndarray, push: np.ndarray | None) -> np.ndarray:
         """(f, 3) M y + h^2 J d (- the pinned particles' coupling, in base) + contact push, from the
@@ -234,7 +234,11 @@ class FastMassSpringSolver(InertialSolver):
         if self._dirty:
             self._refactor()
         iterations = self.iterations if iterations is None else iterations
-        y = self.predict(positions, previous, accel, pin_targets)
+        # the inertial guess without external forces, then y from it: the same sums as two
+        # predictions, in one
+        guess = self.predict(positions, previous, 0.0, pin_targets)
+        y = guess + accel * (self.h * self.h)
+        y[self.model.pinned_indices] = pin_targets
         free, pinned = self.free, self.model.pinned_indices
         # coordinate rows [x..., y..., z...], like the iterates' products below
         y_rows = np.ascontiguousarray(y.T)
@@ -251,7 +255,7 @@ class FastMassSpringSolver(InertialSolver):
             start_length = np.sqrt(np.einsum("ij,ij->i", start, start))
             damped_length = self.damping_scale * start_length
             damping = (self.damping_scale * self.model.spring_stiffness[self.springs], start_length)
-        x = y if start_at_y else self.predict(positions, previous, 0.0, pin_targets)
+        x = y if start_at_y else guess
         xf = gather(x, free)
 
         def observe(k):
@@ -355,9 +359,8 @@ class FastMassSpringSolver(InertialSolver):
         delta = self._spring_vectors(xf, delta_pinned, 2)
         length = np.sqrt(np.einsum("ij,ij->j", delta, delta))
         here = self._rows[3].reshape(3, -1)
-        np.copyto(here, delta)
         # the targets there, then the change since the last solve's (in place)
-        change = np.subtract(targets, self.spring_targets(here, damped_length, length), out=here)
+        change = np.subtract(targets, self.spring_targets(delta, damped_length, length, out=here), out=here)
         gradient = self.h2_J(change.ravel()).reshape(3, -1)
         moved = None if solved is None else xf - solved
         if moved is not None and np.any(moved):
