@@ -136,6 +136,7 @@ class ClothSession:
         self.inputs = None
         # The group's colliders by collider session_uid, moved every frame (colliders.py).
         self.kept_colliders: dict[int, core.MeshCollider | core.SphereCollider] = {}
+        self.known_winds = {}  # wind fields of earlier frames, by transform and settings (wind.py)
         # Names of Collision objects the last frame could not use, for the panel.
         self.unsupported: list[str] = []
         # Per spring the frame it tore at (tearing.py); None until tearing first shows.
@@ -208,7 +209,7 @@ class ClothSession:
         targets_now = self.anchor_targets(poses)
         rest_now = self.rest_shapes(poses) if self.dynamic else None
         self.read_colliders(scene, depsgraph)
-        self.sim.wind_fields = wind.scene_wind_fields(scene, depsgraph)
+        self.sim.wind_fields = wind.scene_wind_fields(scene, depsgraph, self.known_winds)
         steps, rigid = frame - self.last_frame, len(self.pinned)
         self.jumped |= steps > 1 and any(member.deformed for member in self.members)
         for k in range(1, steps + 1):

@@ -19,6 +19,9 @@ SETTINGS = ("strength", "noise", "seed", "shape", "falloff_type", "z_direction",
             "use_min_distance", "distance_min", "use_max_distance", "distance_max", "radial_falloff",
             "use_radial_min", "radial_min", "use_radial_max", "radial_max")
 
+# wind_field's `known` holds at most this many fields
+KNOWN_FIELDS = 16
+
 
 def is_wind(obj) -> bool:
     """Whether an object carries a Wind force field."""
@@ -30,14 +33,21 @@ def field_settings(obj) -> tuple:
     return tuple(getattr(obj.field, name) for name in SETTINGS)
 
 
-def wind_field(obj, depsgraph=None):
-    """A core.WindField from a Wind force-field object (world space), or None if its Z axis is zero."""
+def wind_field(obj, depsgraph=None, known=None):
+    """A core.WindField from a Wind force-field object (world space), or None if its Z axis is zero.
+
+    known: a dict the caller keeps between frames, or None. A field whose transform and settings
+    are those of a field it holds is that field again: building one draws its gust waves and
+    checks every setting, which costs more than reading them."""
     source = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
     matrix = mesh_io.matrix_to_numpy(source.matrix_world)
     if not np.linalg.norm(matrix[:3, 2]) > 0.0:
         return None  # scaled to nothing along Z: no direction to blow in
     field = source.field  # evaluated: an animated Strength or Noise reads as of this frame
-    return core.WindField(
+    key = (matrix[:3, 2:].tobytes(), field_settings(source)) if known is not None else None
+    if key is not None and key in known:
+        return known[key]
+    made = core.WindField(
         location=matrix[:3, 3], direction=matrix[:3, 2], strength=field.strength, noise=field.noise,
         seed=field.seed, shape=SHAPES[field.shape], falloff=field.falloff_type.lower(),
         power=field.falloff_power, use_min_distance=field.use_min_distance,
@@ -45,9 +55,16 @@ def wind_field(obj, depsgraph=None):
         max_distance=field.distance_max, z_direction=field.z_direction.lower(),
         radial_power=field.radial_falloff, use_radial_min=field.use_radial_min,
         radial_min=field.radial_min, use_radial_max=field.use_radial_max, radial_max=field.radial_max)
+    if key is not None:
+        if len(known) >= KNOWN_FIELDS:  # an animated field makes a new one every frame
+            known.clear()
+        known[key] = made
+    return made
 
 
-def scene_wind_fields(scene, depsgraph=None) -> list:
-    """core.WindField objects for the scene's visible Wind force fields, world space."""
-    fields = (wind_field(obj, depsgraph) for obj in scene.objects if is_wind(obj) and obj.visible_get())
+def scene_wind_fields(scene, depsgraph=None, known=None) -> list:
+    """core.WindField objects for the scene's visible Wind force fields, world space. known: as
+    for wind_field."""
+    blowing = (obj for obj in scene.objects if is_wind(obj) and obj.visible_get())
+    fields = (wind_field(obj, depsgraph, known) for obj in blowing)
     return [field for field in fields if field is not None]

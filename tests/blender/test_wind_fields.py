@@ -58,6 +58,14 @@ def test_the_running_simulation_reads_the_fields_every_frame(scene):
     field.field.keyframe_insert("strength", frame=7)
     play(scene, 6)  # animated: halfway between the keys (Bezier, so symmetric about the middle)
     assert [f.strength for f in live.sim.wind_fields] == [pytest.approx(5.0)]
+    play(scene, 8)
+    held = live.sim.wind_fields[0]
+    play(scene, 9)  # nothing changed: the same field, not one rebuilt
+    assert live.sim.wind_fields == [held] and live.sim.wind_fields[0] is held
+    field.location = (0.0, 0.5, 0.0)
+    play(scene, 10)  # moved: a new field where the object is now
+    assert [f.location for f in live.sim.wind_fields] == [pytest.approx((0.0, 0.5, 0.0))]
+    assert [f.strength for f in live.sim.wind_fields] == [pytest.approx(1.0)]
 
 
 def test_a_field_whose_max_distance_ends_before_the_cloth_does_not_blow_it(scene):
