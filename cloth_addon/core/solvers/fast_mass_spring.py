@@ -239,22 +239,9 @@ class FastMassSpringSolver(InertialSolver):
         guess = self.predict(positions, previous, 0.0, pin_targets)
         y = guess + accel * (self.h * self.h)
         y[self.model.pinned_indices] = pin_targets
-        free, pinned = self.free, self.model.pinned_indices
-        # coordinate rows [x..., y..., z...], like the iterates' products below
-        y_rows = np.ascontiguousarray(y.T)
-        base = y_rows.take(free, axis=1)
-        base *= self.mass_f
-        base = base.ravel()
-        pinned_rows = y_rows.take(pinned, axis=1).ravel()
-        if len(pinned):
-            base -= self.coupling_rows(pinned_rows)
-        delta_pinned = self.incidence_pinned(pinned_rows)
-        damped_length = damping = None
-        if self.damping_scale is not None:
-            start = self.incidence @ positions
-            start_length = np.sqrt(np.einsum("ij,ij->i", start, start))
-            damped_length = self.damping_scale * start_length
-            damping = (self.damping_scale * self.model.spring_stiffness[self.springs], start_length)
+        free = self.free
+        base, delta_pinned = self._fixed_parts(y)
+        damped_length, damping = self._damping(positions)
         x = y if start_at_y else guess
         xf = gather(x, free)
 
@@ -289,15 +276,12 @@ class FastMassSpringSolver(InertialSolver):
                 exact = False
             pushed = None
             if contact is not None:
-                full = y.copy()
-                full[free] = new
-                contact.project(full)
-                moved = gather(full, free) - new
+                new, moved = self._project(contact, y, new)
                 # The projection becomes a force on the contact particles alone (M times the
                 # correction, an Uzawa step on the contact constraints): only projecting the
                 # iterate would, through the global step's Laplacian, pull the contact's
                 # neighbours towards the collider, a pull that grows with the iteration count.
-                if np.any(moved):
+                if moved is not None:
                     if (k == last and last < iterations + CONTACT_EXTRA
                             and np.einsum("ij,ij->i", moved, moved).max() > settled):
                         last += 1
@@ -305,7 +289,6 @@ class FastMassSpringSolver(InertialSolver):
                     pushed = moved * self.mass_f[:, None]
                     push = pushed if push is None else push + pushed
                     exact = False
-                new = gather(full, free)
             older, xf = xf, new
             if observer is not None:
                 observe(k)
@@ -315,15 +298,47 @@ class FastMassSpringSolver(InertialSolver):
             kept = None if touching is None or not touching.any() else self._beside(touching[free])
             xf = self._vertex_step(xf, solved, targets, pushed, delta_pinned, damped_length, damping,
                                    kept, push)
-        full_push = None
-        if push is not None:
-            full_push = np.zeros_like(y)
-            full_push[free] = push
         if contact is not None:
-            contact.push = full_push
+            contact.push = None
+            if push is not None:
+                contact.push = np.zeros_like(y)
+                contact.push[free] = push
         out = y.copy()
         out.reshape(-1)[self._free_flat] = xf.ravel()
         return out
+
+    def _fixed_parts(self, y: np.ndarray):
+        """What the iterations of one substep share, from the prediction y (n, 3): (base (3f,), the
+        right-hand side's M y less the pinned particles' coupling; delta_pinned (3s,), the
+        pinned particles' part of the springs' vectors), in coordinate rows [x..., y..., z...]."""
+        y_rows = np.ascontiguousarray(y.T)
+        base = y_rows.take(self.free, axis=1)
+        base *= self.mass_f
+        base = base.ravel()
+        pinned_rows = y_rows.take(self.model.pinned_indices, axis=1).ravel()
+        if len(self.model.pinned_indices):
+            base -= self.coupling_rows(pinned_rows)
+        return base, self.incidence_pinned(pinned_rows)
+
+    def _damping(self, positions: np.ndarray):
+        """(damped_length (s,) m, damping (stiffness (s,) N/m, start lengths (s,) m)) of the damping
+        springs at the substep's start positions (n, 3), or (None, None) without damping."""
+        if self.damping_scale is None:
+            return None, None
+        start = self.incidence @ positions
+        start_length = np.sqrt(np.einsum("ij,ij->i", start, start))
+        return (self.damping_scale * start_length,
+                (self.damping_scale * self.model.spring_stiffness[self.springs], start_length))
+
+    def _project(self, contact, y: np.ndarray, new: np.ndarray):
+        """The free particles' iterate new (f, 3) moved out of the colliders by contact.project (the
+        pinned ones at y (n, 3)): (projected (f, 3), the move (f, 3), or None where nothing moved)."""
+        full = y.copy()
+        full[self.free] = new
+        contact.project(full)
+        projected = gather(full, self.free)
+        moved = projected - new
+        return projected, (moved if np.any(moved) else None)
 
     def _beside(self, touching: np.ndarray) -> np.ndarray:
         """(f,) bool: the free particles `touching` ((f,) bool) marks, and every particle a spring
