@@ -6,7 +6,7 @@ acceleration in m/s^2 that the solvers add to the inertial prediction.
 
 import numpy as np
 
-from .wind import air_velocity
+from .wind import air_velocity, uniform_air
 
 
 def aerodynamic_forces(positions, velocities, faces, air, drag, lift):
@@ -66,9 +66,10 @@ def external_acceleration(model, positions, velocities, settings, h, wind_fields
     accel[:] = settings.gravity
     if settings.air_drag > 0.0 and len(model.triangles):
         faces = model.faces
-        air = np.asarray(settings.wind, dtype=np.float64)
-        if wind_fields:
-            air = air_velocity(faces.corner_average @ positions, time, air, wind_fields)
+        # the face centres only for fields that vary over them (Blender's default Wind does not)
+        air, varying = uniform_air(settings.wind, wind_fields)
+        if varying:
+            air = air_velocity(faces.corner_average @ positions, time, air, varying)
         force, rate = aerodynamic_forces(positions, velocities, faces, air,
                                          settings.air_drag, settings.air_drag * settings.air_lift)
         limit = np.maximum(rate * h / model.mass, 1.0)

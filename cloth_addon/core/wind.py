@@ -126,6 +126,15 @@ class WindField:
         waves = (omega / max(abs(self.strength), 1.0))[:, None] * (axis + across)
         set_(self, "_gust", (omega, phase + waves @ self.location, waves.T.copy()))
 
+    @property
+    def uniform(self) -> np.ndarray | None:
+        """(3,) m/s: the air velocity where it is the same at every point and time (no noise, no
+        falloff, both sides of the XY plane: a Wind field as Blender adds it), else None."""
+        if (self.noise > 0.0 or self.z_direction != "both" or self.falloff != "sphere" or self.power != 0.0
+                or self.use_max_distance):
+            return None
+        return self.strength * np.array(self.direction)
+
     def falloff_factor(self, points: np.ndarray) -> np.ndarray:
         """(k,) float64 in [0, 1]: Blender's falloff at points (k, 3) m, world space."""
         axis = np.array(self.direction)
@@ -176,6 +185,20 @@ class WindField:
         if self.noise > 0.0:
             speed += self.noise * self.gust(points, time)
         return np.outer(speed * self.falloff_factor(points), self.direction)
+
+
+def uniform_air(wind, fields) -> tuple[np.ndarray, list]:
+    """((3,) m/s: the constant `wind` (3,) plus the fields that are uniform, [the other fields]):
+    those need the points where the air is measured (air_velocity), these do not."""
+    air = np.array(wind, dtype=np.float64)
+    varying = []
+    for field in fields:
+        same = field.uniform
+        if same is None:
+            varying.append(field)
+        else:
+            air += same
+    return air, varying
 
 
 def air_velocity(points: np.ndarray, time: float, wind, fields) -> np.ndarray:

@@ -6,7 +6,7 @@ import pytest
 from cloth_addon.core import Settings, Simulation, WindField
 from cloth_addon.core.forces import aerodynamic_forces, external_acceleration
 from cloth_addon.core.model import build_model
-from cloth_addon.core.wind import air_velocity, blender_falloff
+from cloth_addon.core.wind import air_velocity, blender_falloff, uniform_air
 from tools import scenes
 
 
@@ -86,6 +86,25 @@ def test_air_velocity_sums_the_constant_wind_and_the_fields():
     fields = [WindField(direction=(1, 0, 0), strength=2.0), WindField(direction=(0, 1, 0), strength=-1.0)]
     velocity = air_velocity(np.zeros((3, 3)), 0.0, (0.0, 0.0, 0.5), fields)
     np.testing.assert_allclose(velocity, np.tile([2.0, -1.0, 0.5], (3, 1)))
+
+
+def test_a_field_without_noise_or_falloff_is_one_velocity_and_needs_no_points():
+    plain = WindField(location=(5, 5, 5), direction=(0, 0, 3), strength=8.0)
+    np.testing.assert_array_equal(plain.uniform, [0.0, 0.0, 8.0])
+    points = np.random.default_rng(1).uniform(-100, 100, (50, 3))
+    np.testing.assert_array_equal(plain.velocity(points, 2.0), np.tile(plain.uniform, (50, 1)))
+    for changes in ({"noise": 1.0}, {"power": 1.0}, {"z_direction": "positive"},
+                    {"falloff": "tube", "radial_power": 1.0},
+                    {"use_max_distance": True, "max_distance": 50.0}):
+        field = WindField(location=(5, 5, 5), direction=(0, 0, 3), strength=8.0, **changes)
+        assert field.uniform is None, changes
+        assert not np.allclose(field.velocity(points, 2.0), plain.velocity(points, 2.0)), changes
+    gusty = WindField(direction=(1, 0, 0), strength=2.0, noise=1.0)
+    air, varying = uniform_air((0.0, 0.0, 0.5), [plain, gusty])
+    np.testing.assert_array_equal(air, [0.0, 0.0, 8.5])
+    assert varying == [gusty]
+    np.testing.assert_allclose(air_velocity(points, 2.0, air, varying),
+                               air_velocity(points, 2.0, (0.0, 0.0, 0.5), [plain, gusty]), rtol=1e-15)
 
 
 @pytest.mark.parametrize("changes, field", [
