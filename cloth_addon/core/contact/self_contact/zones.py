@@ -175,21 +175,28 @@ class ImpactZones:
         shift, _ = mean(motion, weight)
         if self._normal is not None and held.any():
             shift += self._lift(zones, size, motion - shift[zones], held, gather(self._normal, members))
-        pin_from, has_pins = mean(start, pinned.astype(np.float64))
-        pin_to, _ = mean(end, pinned.astype(np.float64))
-        # cross-covariance of the pins about their centres, one 3 x 3 per zone
-        a, b = start - pin_from[zones], end - pin_to[zones]
-        cov = np.zeros((size, 3, 3))
-        for i in range(3):
-            for j in range(3):
-                cov[:, i, j] = np.bincount(zones, pinned * a[:, i] * b[:, j], size)
-        u, _, vt = np.linalg.svd(cov)
-        turn = np.einsum("zij,zjk->zki", u, vt)  # R = V U^T
-        flip = np.linalg.det(turn) < 0.0
-        if np.any(flip):
-            vt[flip, 2] *= -1.0
-            turn = np.einsum("zij,zjk->zki", u, vt)
-        rigid = pin_to[zones] + np.einsum("kij,kj->ki", turn[zones], start - pin_from[zones])
-        moved = np.where(has_pins[zones][:, None], rigid, start + shift[zones])
+        moved = start + shift[zones]
+        if pinned.any():
+            # only the zones with pins turn: their members (rows), numbered among those zones
+            pin_from, has_pins = mean(start, pinned.astype(np.float64))
+            pin_to, _ = mean(end, pinned.astype(np.float64))
+            rows = np.flatnonzero(has_pins[zones])
+            turning = zones[rows]
+            local = np.searchsorted(np.flatnonzero(has_pins), turning)
+            count = int(has_pins.sum())
+            # cross-covariance of the pins about their centres, one 3 x 3 per turning zone
+            a, b = start[rows] - pin_from[turning], end[rows] - pin_to[turning]
+            weight = pinned[rows]
+            cov = np.zeros((count, 3, 3))
+            for i in range(3):
+                for j in range(3):
+                    cov[:, i, j] = np.bincount(local, weight * a[:, i] * b[:, j], count)
+            u, _, vt = np.linalg.svd(cov)
+            turn = np.einsum("zij,zjk->zki", u, vt)  # R = V U^T
+            flip = np.linalg.det(turn) < 0.0
+            if np.any(flip):
+                vt[flip, 2] *= -1.0
+                turn = np.einsum("zij,zjk->zki", u, vt)
+            moved[rows] = pin_to[turning] + np.einsum("kij,kj->ki", turn[local], a)
         keep = ~pinned
         x1[members[keep]] = moved[keep]
