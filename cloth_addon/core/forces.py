@@ -66,7 +66,7 @@ def external_acceleration(model, positions, velocities, settings, h, wind_fields
     accel[:] = settings.gravity
     if settings.air_drag > 0.0 and len(model.triangles):
         faces = model.faces
-        # the face centres only for fields that vary over them (Blender's default Wind does not)
+        # the face centres only where a field varies over them (Blender's default Wind does not)
         air, varying = uniform_air(settings.wind, wind_fields)
         if varying:
             air = air_velocity(faces.corner_average @ positions, time, air, varying)

@@ -188,17 +188,17 @@ class WindField:
 
 
 def uniform_air(wind, fields) -> tuple[np.ndarray, list]:
-    """((3,) m/s: the constant `wind` (3,) plus the fields that are uniform, [the other fields]):
-    those need the points where the air is measured (air_velocity), these do not."""
+    """((3,) m/s, [fields]): when every field is uniform, the constant `wind` (3,) plus them all
+    and no fields left to evaluate at points; else `wind` and all the fields, for air_velocity
+    (which adds them in their order, so that the sums are the same to the last bit)."""
     air = np.array(wind, dtype=np.float64)
-    varying = []
-    for field in fields:
-        same = field.uniform
-        if same is None:
-            varying.append(field)
-        else:
-            air += same
-    return air, varying
+    fields = list(fields or ())
+    same = [field.uniform for field in fields]
+    if any(velocity is None for velocity in same):
+        return air, fields
+    for velocity in same:
+        air += velocity
+    return air, []
 
 
 def air_velocity(points: np.ndarray, time: float, wind, fields) -> np.ndarray:

@@ -99,12 +99,19 @@ def test_a_field_without_noise_or_falloff_is_one_velocity_and_needs_no_points():
         field = WindField(location=(5, 5, 5), direction=(0, 0, 3), strength=8.0, **changes)
         assert field.uniform is None, changes
         assert not np.allclose(field.velocity(points, 2.0), plain.velocity(points, 2.0)), changes
+    side = WindField(direction=(1, 0, 0), strength=-2.0, shape="line", use_min_distance=True,
+                     min_distance=1.0)
+    air, varying = uniform_air((0.0, 0.0, 0.5), [plain, side])
+    np.testing.assert_array_equal(air, [-2.0, 0.0, 8.5])
+    assert varying == []
+    everywhere = air_velocity(points, 2.0, (0.0, 0.0, 0.5), [plain, side])
+    np.testing.assert_array_equal(np.tile(air, (50, 1)), everywhere)
+    # one field that varies: all of them at the points, in their order (the same sums, bitwise)
     gusty = WindField(direction=(1, 0, 0), strength=2.0, noise=1.0)
-    air, varying = uniform_air((0.0, 0.0, 0.5), [plain, gusty])
-    np.testing.assert_array_equal(air, [0.0, 0.0, 8.5])
-    assert varying == [gusty]
-    np.testing.assert_allclose(air_velocity(points, 2.0, air, varying),
-                               air_velocity(points, 2.0, (0.0, 0.0, 0.5), [plain, gusty]), rtol=1e-15)
+    air, varying = uniform_air((0.0, 0.0, 0.5), [gusty, plain])
+    np.testing.assert_array_equal(air, [0.0, 0.0, 0.5])
+    assert varying == [gusty, plain]
+    assert uniform_air((1.0, 2.0, 3.0), None)[1] == []
 
 
 @pytest.mark.parametrize("changes, field", [
