@@ -127,11 +127,16 @@ class WindField:
         set_(self, "_gust", (omega, phase + waves @ self.location, waves.T.copy()))
 
     @property
+    def _without_falloff(self) -> bool:
+        """Whether the falloff is 1 at every distance (Blender's default: Sphere, Power 0, no Max
+        Distance), the z direction aside."""
+        return self.falloff == "sphere" and self.power == 0.0 and not self.use_max_distance
+
+    @property
     def uniform(self) -> np.ndarray | None:
         """(3,) m/s: the air velocity where it is the same at every point and time (no noise, no
         falloff, both sides of the XY plane: a Wind field as Blender adds it), else None."""
-        if (self.noise > 0.0 or self.z_direction != "both" or self.falloff != "sphere" or self.power != 0.0
-                or self.use_max_distance):
+        if self.noise > 0.0 or self.z_direction != "both" or not self._without_falloff:
             return None
         return self.strength * np.array(self.direction)
 
@@ -147,9 +152,9 @@ class WindField:
             factor[along > 0.0] = 0.0
         distance_limits = (self.use_min_distance, self.min_distance, self.use_max_distance, self.max_distance)
         radial_limits = (self.use_radial_min, self.radial_min, self.use_radial_max, self.radial_max)
+        if self._without_falloff:
+            return factor
         if self.falloff == "sphere":
-            if self.power == 0.0 and not self.use_max_distance:
-                return factor  # 1 at every distance: Blender's default
             if self.shape == "plane":
                 distance = np.abs(along)
             elif self.shape == "line":
