@@ -1,5 +1,7 @@
 """The contact stage: friction, moving colliders, sharp features, continuous self-contact."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from test_self_collision import edge_triangle_crossings
@@ -625,6 +627,39 @@ def test_the_pair_limit_holds_on_an_estimated_count():
         assert len(search(int(1.1 * count))[0]) == count
         with pytest.raises(sphere_search.TooManyPairs):
             search(int(0.9 * count))
+
+
+def test_small_searches_list_first_and_refuse_exactly_as_a_count_would(monkeypatch):
+    """A search of at most COUNT_SAMPLE spheres a side lists its pairs and counts the list
+    (sphere_search.LIST_FIRST) rather than counting first: on spheres with ties and duplicates,
+    under limits on both sides of their counts, the same pairs are found and the same searches
+    refused as when every search is counted first."""
+    from cloth_addon.core.contact import sphere_search
+
+    rng = np.random.default_rng(8)
+
+    def outcome(search, limit):
+        try:
+            return [a.tobytes() for a in search(limit)]
+        except sphere_search.TooManyPairs:
+            return "refused"
+
+    refused = listed = 0
+    for _ in range(40):
+        a, b = (np.round(rng.random((rng.integers(2, 600), 3)), 2) for _ in range(2))
+        ra, rb = np.round(0.1 * rng.random(len(a)), 2), np.round(0.1 * rng.random(len(b)), 2)
+        searches = (partial(sphere_search.sphere_pairs, a, ra, b, rb),
+                    partial(sphere_search.sphere_pairs_within, a, ra))
+        for search in searches:
+            for limit in (10, 300, 3000, 30000):
+                first = outcome(partial(search, distance=True), limit)
+                monkeypatch.setattr(sphere_search, "LIST_FIRST", 0)  # every search counted first
+                counted = outcome(partial(search, distance=True), limit)
+                monkeypatch.undo()
+                assert first == counted
+                refused += first == "refused"
+                listed += first != "refused"
+    assert refused > 20 and listed > 20
 
 
 @pytest.mark.parametrize("few_first", [True, False])

@@ -28,6 +28,10 @@ class TooManyPairs(RuntimeError):
 # listing the pairs, and is made before every large search); only an estimate over the limit is
 # checked by an exact count before a search is refused.
 COUNT_SAMPLE = 4096
+# A search over at most COUNT_SAMPLE spheres a side that can list no more than this many pairs
+# (a few tens of MB) lists them and counts the list, instead of counting first: its count would be
+# exact, so the same searches are refused, and an exact count costs about as much as the list.
+LIST_FIRST = 2_000_000
 
 
 def _count(tree, other, radius, exact=False) -> float:
@@ -78,7 +82,8 @@ def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, dista
     radii (p,) and (c,) m, >= 0. limit: raise TooManyPairs instead of listing more candidate
     pairs than this (counted before any list is made, unless p c is within it; for more than
     COUNT_SAMPLE spheres, estimated from a sample of them, and counted exactly only when the
-    estimate is over the limit, so a low estimate may let somewhat more through); None: no limit.
+    estimate is over the limit, so a low estimate may let somewhat more through; small searches,
+    LIST_FIRST, are listed and then counted); None: no limit.
     distance: also return |points_i - centres_j| (k,) m.
 
     Both sides are grouped by radius in powers of two and every two groups are searched with
@@ -102,6 +107,11 @@ def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, dista
     return _sphere_pairs(points, point_radius, centres, centre_radius, limit, distance)
 
 
+def _list_first(a, b, size):
+    """Whether a search between a and b spheres that may list `size` pairs lists, then counts."""
+    return a <= COUNT_SAMPLE and b <= COUNT_SAMPLE and size <= LIST_FIRST
+
+
 def _sphere_pairs(points, point_radius, centres, centre_radius, limit, distance):
     """sphere_pairs without the first cut of the many."""
     if len(points) == 0 or len(centres) == 0:
@@ -110,15 +120,20 @@ def _sphere_pairs(points, point_radius, centres, centre_radius, limit, distance)
     searches = [(p_rows, p_tree, c_rows, c_tree, p_top + c_top)
                 for p_rows, p_tree, p_top in _radius_groups(points, point_radius)
                 for c_rows, c_tree, c_top in _radius_groups(centres, centre_radius)]
-    if limit is not None and len(points) * len(centres) > limit:
+    size = len(points) * len(centres)
+    listed = limit is not None and size > limit and _list_first(len(points), len(centres), size)
+    if limit is not None and size > limit and not listed:
         count = sum(_count(p_tree, c_tree, r) for _, p_tree, _, c_tree, r in searches)
         if count > limit:  # an estimate refuses only once the exact count confirms it
             count = sum(_count(p_tree, c_tree, r, True) for _, p_tree, _, c_tree, r in searches)
         if count > limit:
             raise TooManyPairs(f"{count:.0f} sphere pairs, more than {limit}")
+    lists = [p_tree.sparse_distance_matrix(c_tree, r, output_type="ndarray")
+             for _, p_tree, _, c_tree, r in searches]
+    if listed and (count := sum(len(found) for found in lists)) > limit:
+        raise TooManyPairs(f"{count} sphere pairs, more than {limit}")
     rows, cols, lengths = [], [], []
-    for p_rows, p_tree, c_rows, c_tree, r in searches:
-        found = p_tree.sparse_distance_matrix(c_tree, r, output_type="ndarray")
+    for (p_rows, _, c_rows, _, _), found in zip(searches, lists, strict=True):
         i, j = p_rows[found["i"]], c_rows[found["j"]]
         keep = found["v"] <= point_radius[i] + centre_radius[j]
         rows.append(i[keep])
@@ -138,7 +153,9 @@ def sphere_pairs_within(centres, radius, limit=None, distance=False):
         none = np.zeros(0, dtype=np.int64)
         return (none, none, np.zeros(0)) if distance else (none, none)
     groups = _radius_groups(centres, radius)
-    if limit is not None and len(centres) * (len(centres) - 1) // 2 > limit:
+    size = len(centres) * (len(centres) - 1) // 2
+    listed = limit is not None and size > limit and _list_first(len(centres), len(centres), size)
+    if limit is not None and size > limit and not listed:
         def counted(exact):
             count = 0.0
             for g, (_, tree, top) in enumerate(groups):
@@ -165,6 +182,8 @@ def sphere_pairs_within(centres, radius, limit=None, distance=False):
             rows.append(np.minimum(i, j))
             cols.append(np.maximum(i, j))
             lengths.append(found["v"])
+    if listed and (count := sum(len(found) for found in rows)) > limit:
+        raise TooManyPairs(f"{count} sphere pairs, more than {limit}")
     i, j, length = np.concatenate(rows), np.concatenate(cols), np.concatenate(lengths)
     keep = length <= radius[i] + radius[j]
     if distance:
