@@ -606,6 +606,16 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
     assert fits.stats["limited"] == 2 and "held" not in fits.stats
     first = np.delete(tried[0] - free, pins, axis=0)
     assert np.linalg.norm(first, axis=1).max() == pytest.approx(self_contact.LIMITS[-2] * edge)
+    # that climb fitted; from there the climbs are refused, and each waits 1, then 2 substeps longer
+    # (CLIMB_WAIT, doubled), the substeps in between starting at the cut that fitted
+    assert self_contact.CLIMB_WAIT == 1
+    firsts = []
+    for _ in range(6):
+        tried.clear()
+        x1, _ = prepared(flung, fits)
+        cut_to(x1, flung, self_contact.LIMITS[-2])
+        firsts.append(np.linalg.norm(np.delete(tried[0] - free, pins, axis=0), axis=1).max() / edge)
+    assert firsts == pytest.approx([0.5, 0.25, 0.5, 0.25, 0.25, 0.5])
 
 
 def test_the_pair_limit_holds_on_an_estimated_count():

@@ -38,6 +38,11 @@ TOUCH = 1e-3
 # free vertex's move beyond its free flight is cut to at most this many median edge lengths, then
 # the next, before the cloth is held where the substep started (`prepare`).
 LIMITS = (1.0, 0.5, 0.25, 0.125)
+# A cut cloth tries one level less cut at its next substep (a climb); a climb that does not fit
+# costs a whole refused search, and a cloth wound tight refuses most, so after a refused climb
+# the next ones wait this many substeps, doubled after each refusal in a row up to CLIMB_WAIT_MOST.
+CLIMB_WAIT = 1
+CLIMB_WAIT_MOST = 8
 
 
 class SelfContact:
@@ -65,6 +70,7 @@ class SelfContact:
                       "clusters": clusters.count}
         self.broad = BroadPhase(self.search, self.neighbourhood, self.stats)
         self._cut = 0  # the level of LIMITS the last `prepare` cut to (0: none)
+        self._wait, self._backoff = 0, CLIMB_WAIT  # substeps before the next climb; the next wait
         self.zones = ImpactZones(model, self._touching, self.stats)
 
     @property
@@ -109,12 +115,17 @@ class SelfContact:
         search = self.search
         # a cloth that needed a cut (or was held) needs one again in the next substep: it starts
         # one level above the last (each refused level costs a search; level 0: no cut), and
-        # climbs back while it fits
+        # climbs back while it fits; after a refused climb it starts at the last level for a
+        # few substeps (CLIMB_WAIT)
         start, self._cut = self._cut, 0
+        climb = start > 0 and self._wait == 0
+        if start > 0 and not climb:
+            self._wait -= 1
+        first = start - 1 if climb else start
         movable = beyond = size = None
         try:
             search.work_limit = feature_search.PAIR_LIMIT * len(x1)
-            for level in range(max(start - 1, 0), len(LIMITS) + 1):
+            for level in range(first, len(LIMITS) + 1):
                 if level:
                     if beyond is None:
                         movable, beyond = self.model.inv_mass > 0.0, x1 - free
@@ -131,11 +142,23 @@ class SelfContact:
                 if level:
                     self.stats["limited"] = self.stats.get("limited", 0) + 1
                 self._cut = level
+                if climb:
+                    self._climbed(level == first)
                 return
             self._cut = len(LIMITS)
+            if climb:
+                self._climbed(False)
             self._hold(x0, x1)
         finally:
             search.work_limit = None
+
+    def _climbed(self, fitted) -> None:
+        """After a climb: the next one waits CLIMB_WAIT substeps, doubled after each refused climb
+        in a row (up to CLIMB_WAIT_MOST), or none once a climb fitted."""
+        if fitted:
+            self._wait, self._backoff = 0, CLIMB_WAIT
+        else:
+            self._wait, self._backoff = self._backoff, min(2 * self._backoff, CLIMB_WAIT_MOST)
 
     def _hold(self, x0, x1) -> None:
         """The last resort: every free vertex stays where the substep started, in place on x1."""
