@@ -293,6 +293,16 @@ def test_the_continuous_tests_find_every_touching_pair(seed):
     expected = _touching_brute(contact, x0, x1, changed)
     assert len(expected) > 50
     assert {tuple(row) for row in contact._touching(x0, x1, changed).tolist()} == expected
+    # the zones move those on (the searches keep the paths' spheres, measuring the moved again)
+    x1 = x1.copy()
+    x1[changed] += rng.normal(0.0, 0.5 * d, (changed.sum(), 3)) - (0.0, 0.0, 2.0 * d)
+    expected = _touching_brute(contact, x0, x1, changed)
+    assert {tuple(row) for row in contact._touching(x0, x1, changed).tolist()} == expected
+    fresh = SelfContact(contact.model, d, 0.0)
+    assert {tuple(row) for row in fresh._touching(x0, x1, changed).tolist()} == expected
+    kept, measured = contact._swept, fresh._swept  # the kept spheres: as measured afresh, bitwise
+    for a, b in zip(kept._triangles + kept._edges, measured._triangles + measured._edges, strict=True):
+        assert np.array_equal(a, b)
 
 
 def _folded_sheet(gap):

@@ -72,6 +72,7 @@ class SelfContact:
         self._cut = 0  # the level of LIMITS the last `prepare` cut to (0: none)
         self._wait, self._backoff = 0, CLIMB_WAIT  # substeps before the next climb; the next wait
         self.zones = ImpactZones(model, self._touching, self.stats)
+        self._swept = narrow_phase.SweptSearch(self.search)
 
     @property
     def clusters(self) -> Clusters:
@@ -190,7 +191,7 @@ class SelfContact:
         None), or those with a vertex of changed (n,) bool, searched afresh."""
         tol = max(TOUCH * self.distance, 1e-6)
         if changed is not None:
-            return narrow_phase.swept_touching(self.search, x0, x1, changed, tol)
+            return self._swept.touching(x0, x1, changed, tol)
         if self.broad.reference is None:
             return np.zeros((0, 4), dtype=np.int64)  # as in separate
         return narrow_phase.touching(self.broad, x0, x1, tol)

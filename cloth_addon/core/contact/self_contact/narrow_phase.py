@@ -110,31 +110,88 @@ def touching(broad, x0, x1, tol):
                            ee_touching(x0, x1, motion, ea, eb, tol)])
 
 
-def swept_touching(search, x0, x1, changed, tol):
-    """(k, 4) vertices of the pairs with a vertex of `changed` (n,) bool that touch during
-    x0 -> x1 (as touching), found by a search of their own (feature_search.FeatureSearch) over the
-    paths' bounding spheres rather than among the candidates: after an impact zone moved, the
-    candidates may no longer hold for its vertices, and a search limited to them costs a fraction
-    of building the set afresh. Pairs without a changed vertex are left out."""
-    limit = pair_limit(len(x0))
-    tris, edges = search.triangles, search.edges
-    # a vertex's path lies in the sphere about its midpoint; a feature's, in the bounding
-    # sphere of its corners at both ends (its positions in between are their convex mixes)
-    motion = x1 - x0
-    middle = 0.5 * (x0 + x1)
-    half = 0.5 * vector_lengths(motion) + tol
-    both = np.concatenate([x0, x1], axis=1).reshape(-1, 3)  # row 2 i: x0[i], row 2 i + 1: x1[i]
-    groups = []
-    if len(tris):
-        centre, radius = spheres(both, (2 * tris[:, :, None] + np.arange(2)).reshape(len(tris), -1))
-        p, t = search.vf_pairs_with(changed, middle, half, centre, radius, limit)
-        keep = search.vf_valid(p, t)
-        groups.append(vf_touching(x0, x1, motion, p[keep], tris[t[keep]], tol))
-    if len(edges):
-        centre, radius = spheres(both, (2 * edges[:, :, None] + np.arange(2)).reshape(len(edges), -1))
-        a, b = search.ee_pairs_with(changed, centre, radius, limit, tol)
-        keep = search.ee_valid(a, b)
-        groups.append(ee_touching(x0, x1, motion, edges[a[keep]], edges[b[keep]], tol))
-    return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
+def _box(low, high, features):
+    """(low (k, 3), high (k, 3)): the bounding boxes of features (k, m) vertex ids, from each
+    vertex's box low, high (n, 3)."""
+    lo, hi = low[features[:, 0]], high[features[:, 0]]
+    for column in range(1, features.shape[1]):
+        np.minimum(lo, low[features[:, column]], out=lo)
+        np.maximum(hi, high[features[:, column]], out=hi)
+    return lo, hi
 
 
+def _boxes_meet(low, high, first, second):
+    """(k,) bool: whether the bounding boxes of the features first (k, a) and second (k, b)
+    overlap, from each vertex's box low, high (n, 3)."""
+    low1, high1 = _box(low, high, first)
+    low2, high2 = _box(low, high, second)
+    return geometry.row_all((low1 <= high2) & (low2 <= high1))
+
+
+class SweptSearch:
+    """The impact zones' own searches of one model (`touching`), over the bounding spheres of the
+    paths rather than among the candidates. Within one untangle x0 stays and x1 changes only
+    where zones moved, so the features' spheres are kept between calls and measured again only
+    where a vertex moved. search: feature_search.FeatureSearch."""
+
+    def __init__(self, search):
+        self.search = search
+        self._x0 = self._x1 = None
+        self._triangles = self._edges = None  # (centres, radii) of the features' path spheres
+
+    def _spheres(self, x0, x1):
+        """Bring the kept path spheres of the triangles and edges up to x0 -> x1 (n, 3)."""
+        tris, edges = self.search.triangles, self.search.edges
+        both = np.stack([x0, x1], axis=1).reshape(-1, 3)  # row 2 i: x0[i], row 2 i + 1: x1[i]
+        if self._x0 is None or self._x0.shape != x0.shape or not np.array_equal(self._x0, x0):
+            self._x0, self._x1 = x0.copy(), x1.copy()
+            self._triangles, self._edges = _path_spheres(both, tris), _path_spheres(both, edges)
+            return
+        moved = geometry.row_any(x1 != self._x1)
+        if not moved.any():
+            return
+        self._x1[moved] = x1[moved]
+        for features, (centre, radius) in ((tris, self._triangles), (edges, self._edges)):
+            rows = np.flatnonzero(geometry.row_any(moved[features])) if len(features) else []
+            if len(rows):
+                centre[rows], radius[rows] = _path_spheres(both, features[rows])
+
+    def touching(self, x0, x1, changed, tol):
+        """(k, 4) vertices of the pairs with a vertex of `changed` (n,) bool that touch during
+        x0 -> x1 (as `touching`): after an impact zone moved, the candidates may no longer hold
+        for its vertices, and a search limited to them costs a fraction of building the set
+        afresh. Pairs without a changed vertex are left out."""
+        search = self.search
+        limit = pair_limit(len(x0))
+        tris, edges = search.triangles, search.edges
+        self._spheres(x0, x1)
+        # a vertex's path lies in the sphere about its midpoint; a feature's, in the bounding
+        # sphere of its corners at both ends (its positions in between are their convex mixes)
+        motion = x1 - x0
+        middle = 0.5 * (x0 + x1)
+        half = 0.5 * vector_lengths(motion) + tol
+        # Spheres about long paths reach far to their sides: the pairs whose features' boxes over
+        # the substep (grown by tol) do not meet cannot touch, and are dropped before any gap.
+        low, high = np.minimum(x0, x1) - tol, np.maximum(x0, x1) + tol
+        groups = []
+        if len(tris):
+            p, t = search.vf_pairs_with(changed, middle, half, *self._triangles, limit)
+            keep = search.vf_valid(p, t)
+            p, corners = p[keep], tris[t[keep]]
+            meet = _boxes_meet(low, high, p[:, None], corners)
+            groups.append(vf_touching(x0, x1, motion, p[meet], corners[meet], tol))
+        if len(edges):
+            a, b = search.ee_pairs_with(changed, *self._edges, limit, tol)
+            keep = search.ee_valid(a, b)
+            ea, eb = edges[a[keep]], edges[b[keep]]
+            meet = _boxes_meet(low, high, ea, eb)
+            groups.append(ee_touching(x0, x1, motion, ea[meet], eb[meet], tol))
+        return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
+
+
+def _path_spheres(both, features):
+    """(centres (k, 3), radii (k,)): bounding spheres of the features (k, m) vertex ids at both
+    ends of a substep; both: (2 n, 3), row 2 i the start of vertex i, row 2 i + 1 its end."""
+    if len(features) == 0:
+        return np.zeros((0, 3)), np.zeros(0)
+    return spheres(both, (2 * features[:, :, None] + np.arange(2)).reshape(len(features), -1))

@@ -5,7 +5,7 @@ during the substep on the straight paths x0 -> x1. The vertices of touching pair
 zones (Provot 1997; Bridson, Fedkiw, Anderson 2002) that move rigidly with their mass-weighted
 mean displacement (translation only), so nothing inside a zone can cross; zones that still touch
 others merge, up to ZONE_ROUNDS times (after a move, the pairs with a vertex that moved are found by a
-search over the bounding spheres of their paths, narrow_phase.swept_touching, not among the
+search over the bounding spheres of their paths, narrow_phase.SweptSearch, not among the
 candidates, which the move may have left behind; the last round's touching pairs none of whose
 vertices moved are kept as they are, `_again`);
 whatever still touches then stays where it started the substep, pinned vertices last: a pin that
