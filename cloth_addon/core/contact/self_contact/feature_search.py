@@ -151,10 +151,12 @@ class FeatureSearch:
         row = np.zeros(self.clusters.count) if allowance is None else 0.5 * allowance.max(axis=1)
         vf_p = vf_t = ea = eb = np.zeros(0, dtype=np.int64)
         vf_gap = ee_gap = np.zeros(0)
-        if len(self.triangles):
-            vf_p, vf_t, vf_gap = self._near_vf(x, budget, flat, row, moved, within, limit)
+        # edges first: a cloth has more of them than triangles, and their search is the one that
+        # is refused (a refusal after the triangles' search would waste it)
         if len(self.edges):
             ea, eb, ee_gap = self._near_ee(x, budget, flat, row, moved, within, limit)
+        if len(self.triangles):
+            vf_p, vf_t, vf_gap = self._near_vf(x, budget, flat, row, moved, within, limit)
         return vf_p, vf_t, vf_gap, ea, eb, ee_gap
 
     def _near_vf(self, x, budget, flat, row, moved, within, limit):
