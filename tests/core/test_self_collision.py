@@ -300,9 +300,9 @@ def test_the_continuous_tests_find_every_touching_pair(seed):
     assert {tuple(row) for row in contact._touching(x0, x1, changed).tolist()} == expected
     fresh = SelfContact(contact.model, d, 0.0)
     assert {tuple(row) for row in fresh._touching(x0, x1, changed).tolist()} == expected
-    kept, measured = contact._swept, fresh._swept  # the kept spheres: as measured afresh, bitwise
-    for a, b in zip(kept._triangles + kept._edges, measured._triangles + measured._edges, strict=True):
-        assert np.array_equal(a, b)
+    kept, measured = contact._swept, fresh._swept  # kept spheres and boxes: as measured afresh, bitwise
+    for a, b in zip(kept._spheres + kept._boxes, measured._spheres + measured._boxes, strict=True):
+        assert all(np.array_equal(u, v) for u, v in zip(a, b, strict=True))
 
 
 def _folded_sheet(gap):

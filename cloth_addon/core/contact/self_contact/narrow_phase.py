@@ -120,41 +120,45 @@ def _box(low, high, features):
     return lo, hi
 
 
-def _boxes_meet(low, high, first, second):
-    """(k,) bool: whether the bounding boxes of the features first (k, a) and second (k, b)
-    overlap, from each vertex's box low, high (n, 3)."""
-    low1, high1 = _box(low, high, first)
-    low2, high2 = _box(low, high, second)
-    return geometry.row_all((low1 <= high2) & (low2 <= high1))
+def _meet(low1, high1, low2, high2, reach):
+    """(k,) bool: whether the boxes low1, high1 and low2, high2 (k, 3) come within reach m of
+    each other."""
+    return geometry.row_all((low1 <= high2 + reach) & (low2 <= high1 + reach))
 
 
 class SweptSearch:
     """The impact zones' own searches of one model (`touching`), over the bounding spheres of the
     paths rather than among the candidates. Within one untangle x0 stays and x1 changes only
     where zones moved, so the features' spheres are kept between calls and measured again only
-    where a vertex moved. search: feature_search.FeatureSearch."""
+    where a vertex moved (and so are their paths' bounding boxes). search:
+    feature_search.FeatureSearch."""
 
     def __init__(self, search):
         self.search = search
         self._x0 = self._x1 = None
-        self._triangles = self._edges = None  # (centres, radii) of the features' path spheres
+        # per feature kind (triangles, edges): (centres, radii) of the paths' bounding spheres,
+        # (low, high) of their bounding boxes
+        self._spheres = self._boxes = None
 
-    def _spheres(self, x0, x1):
-        """Bring the kept path spheres of the triangles and edges up to x0 -> x1 (n, 3)."""
-        tris, edges = self.search.triangles, self.search.edges
+    def _measure(self, x0, x1, low, high):
+        """Bring the kept path spheres and boxes of the triangles and edges up to x0 -> x1 (n, 3);
+        low, high: (n, 3) each vertex's path box."""
+        kinds = (self.search.triangles, self.search.edges)
         both = np.stack([x0, x1], axis=1).reshape(-1, 3)  # row 2 i: x0[i], row 2 i + 1: x1[i]
         if self._x0 is None or self._x0.shape != x0.shape or not np.array_equal(self._x0, x0):
             self._x0, self._x1 = x0.copy(), x1.copy()
-            self._triangles, self._edges = _path_spheres(both, tris), _path_spheres(both, edges)
+            self._spheres = [_path_spheres(both, features) for features in kinds]
+            self._boxes = [_box(low, high, features) for features in kinds]
             return
         moved = geometry.row_any(x1 != self._x1)
         if not moved.any():
             return
         self._x1[moved] = x1[moved]
-        for features, (centre, radius) in ((tris, self._triangles), (edges, self._edges)):
+        for features, (centre, radius), (lo, hi) in zip(kinds, self._spheres, self._boxes, strict=True):
             rows = np.flatnonzero(geometry.row_any(moved[features])) if len(features) else []
             if len(rows):
                 centre[rows], radius[rows] = _path_spheres(both, features[rows])
+                lo[rows], hi[rows] = _box(low, high, features[rows])
 
     def touching(self, x0, x1, changed, tol):
         """(k, 4) vertices of the pairs with a vertex of `changed` (n,) bool that touch during
@@ -164,28 +168,29 @@ class SweptSearch:
         search = self.search
         limit = pair_limit(len(x0))
         tris, edges = search.triangles, search.edges
-        self._spheres(x0, x1)
+        low, high = np.minimum(x0, x1), np.maximum(x0, x1)
+        self._measure(x0, x1, low, high)
+        (tri_spheres, edge_spheres), ((tri_low, tri_high), (edge_low, edge_high)) = self._spheres, self._boxes
         # a vertex's path lies in the sphere about its midpoint; a feature's, in the bounding
         # sphere of its corners at both ends (its positions in between are their convex mixes)
         motion = x1 - x0
         middle = 0.5 * (x0 + x1)
         half = 0.5 * vector_lengths(motion) + tol
         # Spheres about long paths reach far to their sides: the pairs whose features' boxes over
-        # the substep (grown by tol) do not meet cannot touch, and are dropped before any gap.
-        low, high = np.minimum(x0, x1) - tol, np.maximum(x0, x1) + tol
+        # the substep do not come within 2 tol cannot touch, and are dropped before any gap.
         groups = []
         if len(tris):
-            p, t = search.vf_pairs_with(changed, middle, half, *self._triangles, limit)
+            p, t = search.vf_pairs_with(changed, middle, half, *tri_spheres, limit)
             keep = search.vf_valid(p, t)
-            p, corners = p[keep], tris[t[keep]]
-            meet = _boxes_meet(low, high, p[:, None], corners)
-            groups.append(vf_touching(x0, x1, motion, p[meet], corners[meet], tol))
+            p, t = p[keep], t[keep]
+            meet = _meet(low[p], high[p], tri_low[t], tri_high[t], 2.0 * tol)
+            groups.append(vf_touching(x0, x1, motion, p[meet], tris[t[meet]], tol))
         if len(edges):
-            a, b = search.ee_pairs_with(changed, *self._edges, limit, tol)
+            a, b = search.ee_pairs_with(changed, *edge_spheres, limit, tol)
             keep = search.ee_valid(a, b)
-            ea, eb = edges[a[keep]], edges[b[keep]]
-            meet = _boxes_meet(low, high, ea, eb)
-            groups.append(ee_touching(x0, x1, motion, ea[meet], eb[meet], tol))
+            a, b = a[keep], b[keep]
+            meet = _meet(edge_low[a], edge_high[a], edge_low[b], edge_high[b], 2.0 * tol)
+            groups.append(ee_touching(x0, x1, motion, edges[a[meet]], edges[b[meet]], tol))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
 
 
