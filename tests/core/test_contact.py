@@ -16,7 +16,7 @@ from cloth_addon.core import (
 )
 from cloth_addon.core.contact import stage
 from cloth_addon.core.contact.ccd import cubic_roots, edge_edge_toi, vertex_triangle_toi
-from cloth_addon.core.contact.distance import closest_points, segment_closest
+from cloth_addon.core.contact.distance import closest_points, segment_closest, segment_gap
 from cloth_addon.core.contact.mesh.sharp_features import SharpFeatures
 from cloth_addon.core.contact.self_contact import SelfContact
 from cloth_addon.core.model import ContactFeatures
@@ -693,6 +693,33 @@ def test_a_few_spheres_against_many_find_the_pairs_brute_force_finds(few_first):
         found = set(zip(i.tolist(), j.tolist(), strict=True))
     assert len(expected) > 50 and found == expected
     np.testing.assert_allclose(length, np.linalg.norm(few[i] - many[j], axis=1))
+
+
+def test_the_box_distance_is_a_lower_bound_of_the_features_gaps():
+    """feature_search.box_distance, the searches' cut before exact gaps: never more than the exact
+    distance between two segments or a point and a triangle, 0 where their boxes meet, and close
+    to the gap for features far apart relative to their size."""
+    from cloth_addon.core.contact.self_contact.feature_search import box_distance, boxes
+
+    rng = np.random.default_rng(12)
+    x = rng.uniform(-1.0, 1.0, (600, 3))
+    edges, tris = rng.integers(0, 600, (300, 2)), rng.integers(0, 600, (300, 3))
+    a, b = rng.integers(0, 300, 5000), rng.integers(0, 300, 5000)
+    low, high = boxes(x, edges)
+    lower = box_distance(low, high, low, high, a, b)
+    gap = np.linalg.norm(segment_gap(*(x[e[:, k]] for e in (edges[a], edges[b]) for k in (0, 1)))[0], axis=1)
+    assert np.all(lower <= gap + 1e-12) and np.any(lower == 0.0) and np.any(lower > 0.1)
+    p = rng.integers(0, 600, 5000)
+    low, high = boxes(x, tris)
+    lower = box_distance(x, x, low, high, p, b)
+    q, _, _ = closest_points(x[p], *(x[tris[b, k]] for k in range(3)))
+    assert np.all(lower <= np.linalg.norm(x[p] - q, axis=1) + 1e-12) and np.any(lower > 0.1)
+    # short edges far apart: the bound is nearly the gap
+    x[1::2] = x[::2] + 1e-3
+    edges = np.arange(600).reshape(300, 2)
+    low, high = boxes(x, edges)
+    far = np.linalg.norm(x[edges[a, 0]] - x[edges[b, 0]], axis=1)
+    np.testing.assert_allclose(box_distance(low, high, low, high, a, b), far, atol=3e-3)
 
 
 def test_degenerate_triangles_take_the_closest_point_of_their_edges():

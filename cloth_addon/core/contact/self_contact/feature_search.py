@@ -39,6 +39,23 @@ def spheres(x, features):
 
 
 
+def boxes(x, features):
+    """(low (k, 3), high (k, 3)): the bounding boxes of features (k, m) vertex ids at x (n, 3)."""
+    low, high = x[features[:, 0]], x[features[:, 0]]
+    for column in range(1, features.shape[1]):
+        corner = x[features[:, column]]
+        low, high = np.minimum(low, corner), np.maximum(high, corner)
+    return low, high
+
+
+def box_distance(low_a, high_a, low_b, high_b, a, b):
+    """(k,) m: how far box a of low_a, high_a (., 3) is from box b of low_b, high_b, for the index
+    pairs a, b (k,) (0 where they meet): never more than the distance between anything inside
+    them."""
+    apart = np.maximum(np.maximum(low_a[a] - high_b[b], low_b[b] - high_a[a]), 0.0)
+    return np.sqrt(np.einsum("ij,ij->i", apart, apart))
+
+
 def edge_gaps(x, edges, a, b):
     """(gap (k, 3) from edge b's closest point to edge a's, s (k,), t (k,))."""
     ea, eb = edges[a], edges[b]
@@ -197,6 +214,9 @@ class FeatureSearch:
         # the spheres, before any closest point: a fast vertex's reach finds many far pairs
         keep = spacing - radius[vf_t] <= bound
         vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
+        low, high = boxes(x, tris)  # as for the edges (_near_ee)
+        keep = box_distance(x, x, low, high, vf_p, vf_t) <= bound
+        vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
         corners = tris[vf_t]
         q, _, _ = distance.closest_points(gather(x, vf_p), *(gather(x, corners[:, k]) for k in range(3)))
         vf_gap = vector_lengths(gather(x, vf_p) - q)
@@ -232,6 +252,11 @@ class FeatureSearch:
         if flat is not None:
             bound += self.clusters.ee_most(flat, ea, eb)
         keep = spacing - half[ea] - half[eb] <= bound
+        ea, eb, bound = ea[keep], eb[keep], bound[keep]
+        # then the distance between their bounding boxes, a lower bound of the gap and a few
+        # lookups against the segments' closest points
+        low, high = boxes(x, edges)
+        keep = box_distance(low, high, low, high, ea, eb) <= bound
         ea, eb, bound = ea[keep], eb[keep], bound[keep]
         ee_gap = vector_lengths(edge_gaps(x, edges, ea, eb)[0])
         keep = np.flatnonzero(ee_gap <= bound)
