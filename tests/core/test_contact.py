@@ -705,19 +705,19 @@ def test_the_box_distance_is_a_lower_bound_of_the_features_gaps():
     x = rng.uniform(-1.0, 1.0, (600, 3))
     edges, tris = rng.integers(0, 600, (300, 2)), rng.integers(0, 600, (300, 3))
     a, b = rng.integers(0, 300, 5000), rng.integers(0, 300, 5000)
-    low, high = boxes(x, edges)
+    low, high = boxes(x, x, edges)
     lower = box_distance(low, high, low, high, a, b)
     gap = np.linalg.norm(segment_gap(*(x[e[:, k]] for e in (edges[a], edges[b]) for k in (0, 1)))[0], axis=1)
     assert np.all(lower <= gap + 1e-12) and np.any(lower == 0.0) and np.any(lower > 0.1)
     p = rng.integers(0, 600, 5000)
-    low, high = boxes(x, tris)
+    low, high = boxes(x, x, tris)
     lower = box_distance(x, x, low, high, p, b)
     q, _, _ = closest_points(x[p], *(x[tris[b, k]] for k in range(3)))
     assert np.all(lower <= np.linalg.norm(x[p] - q, axis=1) + 1e-12) and np.any(lower > 0.1)
     # short edges far apart: the bound is nearly the gap
     x[1::2] = x[::2] + 1e-3
     edges = np.arange(600).reshape(300, 2)
-    low, high = boxes(x, edges)
+    low, high = boxes(x, x, edges)
     far = np.linalg.norm(x[edges[a, 0]] - x[edges[b, 0]], axis=1)
     np.testing.assert_allclose(box_distance(low, high, low, high, a, b), far, atol=3e-3)
 

@@ -182,7 +182,7 @@ def sphere_pairs_within(centres, radius, limit=None, distance=False):
             rows.append(np.minimum(i, j))
             cols.append(np.maximum(i, j))
             lengths.append(found["v"])
-    if listed and (count := sum(len(found) for found in rows)) > limit:
+    if listed and (count := sum(len(part) for part in rows)) > limit:
         raise TooManyPairs(f"{count} sphere pairs, more than {limit}")
     i, j, length = np.concatenate(rows), np.concatenate(cols), np.concatenate(lengths)
     keep = length <= radius[i] + radius[j]

@@ -39,13 +39,14 @@ def spheres(x, features):
 
 
 
-def boxes(x, features):
-    """(low (k, 3), high (k, 3)): the bounding boxes of features (k, m) vertex ids at x (n, 3)."""
-    low, high = x[features[:, 0]], x[features[:, 0]]
+def boxes(low, high, features):
+    """(low (k, 3), high (k, 3)): the bounding boxes of features (k, m) vertex ids, from each
+    vertex's box low, high (n, 3) (of points x: boxes(x, x, features))."""
+    lo, hi = low[features[:, 0]], high[features[:, 0]]
     for column in range(1, features.shape[1]):
-        corner = x[features[:, column]]
-        low, high = np.minimum(low, corner), np.maximum(high, corner)
-    return low, high
+        np.minimum(lo, low[features[:, column]], out=lo)
+        np.maximum(hi, high[features[:, column]], out=hi)
+    return lo, hi
 
 
 def box_distance(low_a, high_a, low_b, high_b, a, b):
@@ -214,7 +215,7 @@ class FeatureSearch:
         # the spheres, before any closest point: a fast vertex's reach finds many far pairs
         keep = spacing - radius[vf_t] <= bound
         vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
-        low, high = boxes(x, tris)  # as for the edges (_near_ee)
+        low, high = boxes(x, x, tris)  # as for the edges (_near_ee)
         keep = box_distance(x, x, low, high, vf_p, vf_t) <= bound
         vf_p, vf_t, bound = vf_p[keep], vf_t[keep], bound[keep]
         corners = tris[vf_t]
@@ -255,7 +256,7 @@ class FeatureSearch:
         ea, eb, bound = ea[keep], eb[keep], bound[keep]
         # then the distance between their bounding boxes, a lower bound of the gap and a few
         # lookups against the segments' closest points
-        low, high = boxes(x, edges)
+        low, high = boxes(x, x, edges)
         keep = box_distance(low, high, low, high, ea, eb) <= bound
         ea, eb, bound = ea[keep], eb[keep], bound[keep]
         ee_gap = vector_lengths(edge_gaps(x, edges, ea, eb)[0])

@@ -13,7 +13,7 @@ import numpy as np
 from ... import geometry
 from ...geometry import gather, vector_lengths
 from .. import ccd, distance
-from .feature_search import edge_gaps, pair_limit, spheres
+from .feature_search import boxes, edge_gaps, pair_limit, spheres
 
 
 def _direction(gap, dist, gap0, fallback):
@@ -110,16 +110,6 @@ def touching(broad, x0, x1, tol):
                            ee_touching(x0, x1, motion, ea, eb, tol)])
 
 
-def _box(low, high, features):
-    """(low (k, 3), high (k, 3)): the bounding boxes of features (k, m) vertex ids, from each
-    vertex's box low, high (n, 3)."""
-    lo, hi = low[features[:, 0]], high[features[:, 0]]
-    for column in range(1, features.shape[1]):
-        np.minimum(lo, low[features[:, column]], out=lo)
-        np.maximum(hi, high[features[:, column]], out=hi)
-    return lo, hi
-
-
 def _meet(low1, high1, low2, high2, reach):
     """(k,) bool: whether the boxes low1, high1 and low2, high2 (k, 3) come within reach m of
     each other."""
@@ -148,7 +138,7 @@ class SweptSearch:
         if self._x0 is None or self._x0.shape != x0.shape or not np.array_equal(self._x0, x0):
             self._x0, self._x1 = x0.copy(), x1.copy()
             self._spheres = [_path_spheres(both, features) for features in kinds]
-            self._boxes = [_box(low, high, features) for features in kinds]
+            self._boxes = [boxes(low, high, features) for features in kinds]
             return
         moved = geometry.row_any(x1 != self._x1)
         if not moved.any():
@@ -158,7 +148,7 @@ class SweptSearch:
             rows = np.flatnonzero(geometry.row_any(moved[features])) if len(features) else []
             if len(rows):
                 centre[rows], radius[rows] = _path_spheres(both, features[rows])
-                lo[rows], hi[rows] = _box(low, high, features[rows])
+                lo[rows], hi[rows] = boxes(low, high, features[rows])
 
     def touching(self, x0, x1, changed, tol):
         """(k, 4) vertices of the pairs with a vertex of `changed` (n,) bool that touch during
