@@ -150,10 +150,10 @@ class WindField:
             factor[along < 0.0] = 0.0
         elif self.z_direction == "negative":
             factor[along > 0.0] = 0.0
-        distance_limits = (self.use_min_distance, self.min_distance, self.use_max_distance, self.max_distance)
-        radial_limits = (self.use_radial_min, self.radial_min, self.use_radial_max, self.radial_max)
         if self._without_falloff:
             return factor
+        distance_limits = (self.use_min_distance, self.min_distance, self.use_max_distance, self.max_distance)
+        radial_limits = (self.use_radial_min, self.radial_min, self.use_radial_max, self.radial_max)
         if self.falloff == "sphere":
             if self.shape == "plane":
                 distance = np.abs(along)

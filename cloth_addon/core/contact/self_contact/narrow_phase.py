@@ -13,7 +13,7 @@ import numpy as np
 from ... import geometry
 from ...geometry import gather, vector_lengths
 from .. import ccd, distance
-from .feature_search import boxes, edge_gaps, pair_limit, spheres
+from .feature_search import box_distance, boxes, edge_gaps, pair_limit, spheres
 
 
 def _direction(gap, dist, gap0, fallback):
@@ -110,12 +110,6 @@ def touching(broad, x0, x1, tol):
                            ee_touching(x0, x1, motion, ea, eb, tol)])
 
 
-def _meet(low1, high1, low2, high2, reach):
-    """(k,) bool: whether the boxes low1, high1 and low2, high2 (k, 3) come within reach m of
-    each other."""
-    return geometry.row_all((low1 <= high2 + reach) & (low2 <= high1 + reach))
-
-
 class SweptSearch:
     """The impact zones' own searches of one model (`touching`), over the bounding spheres of the
     paths rather than among the candidates. Within one untangle x0 stays and x1 changes only
@@ -134,14 +128,16 @@ class SweptSearch:
         """Bring the kept path spheres and boxes of the triangles and edges up to x0 -> x1 (n, 3);
         low, high: (n, 3) each vertex's path box."""
         kinds = (self.search.triangles, self.search.edges)
+        fresh = self._x0 is None or self._x0.shape != x0.shape or not np.array_equal(self._x0, x0)
+        if not fresh:
+            moved = geometry.row_any(x1 != self._x1)
+            if not moved.any():
+                return
         both = np.stack([x0, x1], axis=1).reshape(-1, 3)  # row 2 i: x0[i], row 2 i + 1: x1[i]
-        if self._x0 is None or self._x0.shape != x0.shape or not np.array_equal(self._x0, x0):
+        if fresh:
             self._x0, self._x1 = x0.copy(), x1.copy()
             self._spheres = [_path_spheres(both, features) for features in kinds]
             self._boxes = [boxes(low, high, features) for features in kinds]
-            return
-        moved = geometry.row_any(x1 != self._x1)
-        if not moved.any():
             return
         self._x1[moved] = x1[moved]
         for features, (centre, radius), (lo, hi) in zip(kinds, self._spheres, self._boxes, strict=True):
@@ -167,19 +163,19 @@ class SweptSearch:
         middle = 0.5 * (x0 + x1)
         half = 0.5 * vector_lengths(motion) + tol
         # Spheres about long paths reach far to their sides: the pairs whose features' boxes over
-        # the substep do not come within 2 tol cannot touch, and are dropped before any gap.
+        # the substep are more than 2 tol apart cannot touch, and are dropped before any gap.
         groups = []
         if len(tris):
             p, t = search.vf_pairs_with(changed, middle, half, *tri_spheres, limit)
             keep = search.vf_valid(p, t)
             p, t = p[keep], t[keep]
-            meet = _meet(low[p], high[p], tri_low[t], tri_high[t], 2.0 * tol)
+            meet = box_distance(low, high, tri_low, tri_high, p, t) <= 2.0 * tol
             groups.append(vf_touching(x0, x1, motion, p[meet], tris[t[meet]], tol))
         if len(edges):
             a, b = search.ee_pairs_with(changed, *edge_spheres, limit, tol)
             keep = search.ee_valid(a, b)
             a, b = a[keep], b[keep]
-            meet = _meet(edge_low[a], edge_high[a], edge_low[b], edge_high[b], 2.0 * tol)
+            meet = box_distance(edge_low, edge_high, edge_low, edge_high, a, b) <= 2.0 * tol
             groups.append(ee_touching(x0, x1, motion, edges[a[meet]], edges[b[meet]], tol))
         return np.concatenate(groups) if groups else np.zeros((0, 4), dtype=np.int64)
 
