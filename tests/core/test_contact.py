@@ -672,6 +672,48 @@ def test_small_searches_list_first_and_refuse_exactly_as_a_count_would(monkeypat
     assert refused > 20 and listed > 20
 
 
+def test_small_searches_measure_every_distance_and_find_what_the_trees_find(monkeypatch):
+    """A search of at most MEASURE_ALL distances measures them all instead of building k-d trees:
+    on spheres with ties and duplicates it finds the same pairs at the same distances as the trees'
+    search (forced with MEASURE_ALL = 0), and it is refused only when more spheres than the limit
+    overlap (the trees' count, of the pairs their radius groups list, may refuse sooner)."""
+    from cloth_addon.core.contact import sphere_search
+
+    rng = np.random.default_rng(11)
+
+    def outcome(search, limit):
+        try:
+            i, j, length = search(limit)
+        except sphere_search.TooManyPairs:
+            return "refused"
+        order = np.lexsort((j, i))
+        return i[order].tolist(), j[order].tolist(), length[order]
+
+    measured = 0
+    for _ in range(40):
+        a, b = (np.round(rng.random((rng.integers(2, 250), 3)), 2) for _ in range(2))
+        ra, rb = np.round(0.15 * rng.random(len(a)), 2), np.round(0.15 * rng.random(len(b)), 2)
+        searches = (partial(sphere_search.sphere_pairs, a, ra, b, rb, distance=True),
+                    partial(sphere_search.sphere_pairs_within, a, ra, distance=True))
+        measured += len(a) * len(b) <= sphere_search.MEASURE_ALL
+        for search in searches:
+            for limit in (None, 10, 300, 3000):
+                found = outcome(search, limit)
+                monkeypatch.setattr(sphere_search, "MEASURE_ALL", 0)
+                trees = outcome(search, limit)
+                monkeypatch.undo()
+                # the trees count the pairs their radius groups list, a superset of the
+                # overlapping pairs that the measured search counts: it refuses no more often
+                if found == "refused":
+                    assert trees == "refused"
+                if found == "refused" or trees == "refused":
+                    assert found == "refused" or len(found[0]) <= limit
+                    continue
+                assert found[:2] == trees[:2]
+                np.testing.assert_allclose(found[2], trees[2], rtol=1e-12)
+    assert measured > 20
+
+
 @pytest.mark.parametrize("few_first", [True, False])
 def test_a_few_spheres_against_many_find_the_pairs_brute_force_finds(few_first):
     """sphere_pairs first drops the many spheres that miss the few's bounding box: the pairs are

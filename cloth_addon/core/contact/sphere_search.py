@@ -32,6 +32,10 @@ COUNT_SAMPLE = 4096
 # (a few tens of MB) lists them and counts the list, instead of counting first: its count would be
 # exact, so the same searches are refused, and an exact count costs about as much as the list.
 LIST_FIRST = 2_000_000
+# A search that measures at most this many distances between spheres measures them all (one cdist
+# call in C) instead of building k-d trees per radius group: the few vertices a growth of the
+# candidates or an impact zone moved, against the features near them, cost many times less so.
+MEASURE_ALL = 1 << 16
 
 
 def _count(tree, other, radius, exact=False) -> float:
@@ -83,7 +87,8 @@ def sphere_pairs(points, point_radius, centres, centre_radius, limit=None, dista
     pairs than this (counted before any list is made, unless p c is within it; for more than
     COUNT_SAMPLE spheres, estimated from a sample of them, and counted exactly only when the
     estimate is over the limit, so a low estimate may let somewhat more through; small searches,
-    LIST_FIRST, are listed and then counted); None: no limit.
+    LIST_FIRST, are listed and then counted; searches of at most MEASURE_ALL distances measure
+    them all and count only the overlapping pairs); None: no limit.
     distance: also return |points_i - centres_j| (k,) m.
 
     Both sides are grouped by radius in powers of two and every two groups are searched with
@@ -112,11 +117,28 @@ def _list_first(a, b, size):
     return a <= COUNT_SAMPLE and b <= COUNT_SAMPLE and size <= LIST_FIRST
 
 
+def _measured(points, point_radius, centres, centre_radius, limit, distance, upper=False):
+    """sphere_pairs from every distance between points and centres (upper: they are one set,
+    and only pairs i < j are listed), in ascending order of (point, centre)."""
+    from scipy.spatial.distance import cdist
+
+    length = cdist(points, centres)
+    i, j = np.nonzero(length <= point_radius[:, None] + centre_radius[None, :])
+    if upper:
+        keep = i < j
+        i, j = i[keep], j[keep]
+    if limit is not None and len(i) > limit:
+        raise TooManyPairs(f"{len(i)} sphere pairs, more than {limit}")
+    return (i, j, length[i, j]) if distance else (i, j)
+
+
 def _sphere_pairs(points, point_radius, centres, centre_radius, limit, distance):
     """sphere_pairs without the first cut of the many."""
     if len(points) == 0 or len(centres) == 0:
         none = np.zeros(0, dtype=np.int64)
         return (none, none, np.zeros(0)) if distance else (none, none)
+    if len(points) * len(centres) <= MEASURE_ALL:
+        return _measured(points, point_radius, centres, centre_radius, limit, distance)
     searches = [(p_rows, p_tree, c_rows, c_tree, p_top + c_top)
                 for p_rows, p_tree, p_top in _radius_groups(points, point_radius)
                 for c_rows, c_tree, c_top in _radius_groups(centres, centre_radius)]
@@ -152,6 +174,8 @@ def sphere_pairs_within(centres, radius, limit=None, distance=False):
     if len(centres) < 2:
         none = np.zeros(0, dtype=np.int64)
         return (none, none, np.zeros(0)) if distance else (none, none)
+    if len(centres) ** 2 <= MEASURE_ALL:
+        return _measured(centres, radius, centres, radius, limit, distance, upper=True)
     groups = _radius_groups(centres, radius)
     size = len(centres) * (len(centres) - 1) // 2
     listed = limit is not None and size > limit and _list_first(len(centres), len(centres), size)
