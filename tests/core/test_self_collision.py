@@ -387,6 +387,64 @@ def test_candidates_follow_clusters_that_drift_apart(monkeypatch, kind, size):
     assert contact.stats.get("drifted", 0) + contact.stats.get("grown", 0) > 0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_proximity_passes_carry_floors_and_still_shortlist_every_close_pair(monkeypatch, seed):
+    """The proximity passes carry a floor per candidate (its exact gap where measured, less how far
+    its vertices moved since): at the same positions a second shortlist holds only the pairs the
+    first measured within the gap, and after small moves of the layers (a push, a settled
+    substep) every pair closer than the gap is still shortlisted (brute force). With the floors
+    carried as if nothing had moved, that fails."""
+    from cloth_addon.core.contact.distance import closest_points
+    from cloth_addon.core.contact.self_contact import broad_phase
+    from cloth_addon.core.contact.self_contact.feature_search import edge_gaps
+
+    d = 0.02
+    flat, faces, vertices, upper = _folded_sheet(1.02 * d)
+    contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
+    rng = np.random.default_rng(seed)
+    x = vertices + rng.normal(0.0, 0.05 * d, vertices.shape)
+    contact.prepare(vertices, x)
+    edges, triangles = contact.edges, contact.triangles
+
+    def shortlist_and_measure(at):
+        p, t, a, b = contact.broad.shortlist(at)
+        q, _, _ = closest_points(at[p], *(at[triangles[t, k]] for k in range(3)))
+        vf_gap = np.linalg.norm(at[p] - q, axis=1)
+        ee_gap = np.linalg.norm(edge_gaps(at, edges, a, b)[0], axis=1)
+        contact.broad.note_gaps(vf_gap, ee_gap)
+        return p, t, a, b, vf_gap, ee_gap
+
+    p, t, a, b, vf_gap, ee_gap = shortlist_and_measure(x)
+    assert len(p) + len(a) > 100 and np.sum(vf_gap < d) + np.sum(ee_gap < d) > 10
+    again = contact.broad.shortlist(x)
+    assert set(zip(again[0].tolist(), again[1].tolist(), strict=True)) == set(
+        zip(p[vf_gap < d].tolist(), t[vf_gap < d].tolist(), strict=True))
+    assert set(zip(again[2].tolist(), again[3].tolist(), strict=True)) == set(
+        zip(a[ee_gap < d].tolist(), b[ee_gap < d].tolist(), strict=True))
+
+    def unlisted(at):
+        # every pair closer than the gap (outside the rest shape's neighbourhood) is shortlisted
+        _, missing = _missed(contact, at)
+        return missing
+
+    shortlist_and_measure(x)
+    for _ in range(6):
+        # the upper layer pressed down (pairs come within the gap) and shaken a little
+        x = x + rng.normal(0.0, 0.01 * d, x.shape)
+        x[upper, 2] -= 0.02 * d
+        assert unlisted(x) == 0
+        shortlist_and_measure(x)
+    # the floors carried as if no vertex had moved: pairs pressed within the gap are missed
+    monkeypatch.setattr(broad_phase, "vector_lengths", lambda v: np.zeros(len(v)))
+    missed = 0
+    for _ in range(6):
+        x = x.copy()
+        x[upper, 2] -= 0.05 * d
+        missed += unlisted(x)
+        shortlist_and_measure(x)
+    assert missed > 0
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_clusters_drifting_apart_grow_their_allowance_and_keep_every_pair_within_it(monkeypatch, seed):
     """A patch of the upper layer of a folded sheet slides over the lower one, the rest still:

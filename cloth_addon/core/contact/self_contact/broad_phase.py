@@ -26,10 +26,17 @@ reach are added (`cover`); two clusters that drift beyond their limit get a larg
 the pairs between their features that brings within reach are added too. When the drifting
 clusters or the vertices outrunning their budgets are too many (REBUILD), or the set has doubled,
 it is built afresh.
+
+The proximity passes also carry a floor per candidate: a lower bound of its gap at the positions
+of the last shortlist (its exact gap where the narrow phase measured it, `note_gaps`, else the
+bound above). A pair's gap shrinks by at most how far its features' vertices moved since, so the
+next passes (a push of a fraction of a millimetre, a substep's motion in a settled pile) measure
+again only the pairs that this leaves within the gap.
 """
 
 import numpy as np
 
+from ...geometry import vector_lengths
 from .. import sphere_search
 from .candidates import Candidates, member
 from .clusters import largest, most, pairwise
@@ -45,6 +52,9 @@ DRIFT_SLACK = 0.25
 # budgets at once, or belong to clusters that drift beyond their limits (rather than growing
 # the budgets and allowances of those).
 REBUILD = 0.25
+# A pair is left out of a proximity pass only when its carried floor is above the gap by this
+# fraction of it: far beyond the rounding of the exact gaps, so the passes find the same contacts.
+FLOOR_MARGIN = 1e-9
 
 
 class BroadPhase:
@@ -62,6 +72,9 @@ class BroadPhase:
         self.stats = stats
         self.reference = None
         self.candidates = None
+        # the carried floors: (vf (k_vf,), ee (k_ee,)) m and the positions (n, 3) they hold at
+        self._floor = None
+        self._shortlisted = None  # the rows of the last shortlist's pairs, (vf, ee)
 
     def fit(self, budget, allowance, apart=None):
         """(allowance, limit), each (c, c) m, for vertex budgets (n,) and the drift allowances
@@ -109,6 +122,7 @@ class BroadPhase:
         self.reference, self._apart = reference.copy(), apart
         self.budget, self.allowance, self.limit = budget, allowance, limit
         self._set(self._candidates(found))
+        self._floor = None
         self._built = len(self.candidates)
         self.stats["builds"] = self.stats.get("builds", 0) + 1
 
@@ -214,21 +228,53 @@ class BroadPhase:
         self.budget, self.allowance, self.limit = budget, allowance, limit
         more = self._candidates((p[new], t[new], vf_gap[new], a[fresh], b[fresh], ee_gap[fresh]))
         self._set(self.candidates.joined(more))
+        if self._floor is not None:  # the new pairs come after the kept ones, with no floor yet
+            vf, ee, at = self._floor
+            self._floor = (np.concatenate([vf, np.full(len(more.vf_p), -np.inf)]),
+                           np.concatenate([ee, np.full(len(more.ee_a), -np.inf)]), at)
         self.stats["grown"] = self.stats.get("grown", 0) + 1
 
     # -- the first cut of the narrow phase: bounds from the reference gaps ---------------------
     def shortlist(self, x):
         """The proximity candidates (p, t, a, b) that may be closer than the gap at x (n, 3): the
         pair's gap at the reference, less how far both features deviated since and how far their
-        clusters drifted apart, is below d."""
+        clusters drifted apart, is below d, and so is its carried floor, less how far its
+        features' vertices moved since it was set. The floors then hold at x (the exact gaps of
+        these pairs, once measured, go to `note_gaps`)."""
         d = self.distance
         vertex, triangle, edge, drift = self.spread(x)
         drift = drift.ravel()
         c = self.candidates
         (p, t), (a, b) = c.vf, c.ee
-        near = c.vf_pushable & (c.vf_gap < d + vertex[p] + triangle[t] + largest(drift, c.vf_clusters))
-        close = c.ee_pushable & (c.ee_gap < d + edge[a] + edge[b] + largest(drift, c.ee_clusters))
+        vf_reach = d + vertex[p] + triangle[t] + largest(drift, c.vf_clusters)
+        ee_reach = d + edge[a] + edge[b] + largest(drift, c.ee_clusters)
+        near = c.vf_pushable & (c.vf_gap < vf_reach)
+        close = c.ee_pushable & (c.ee_gap < ee_reach)
+        # the reference's bounds, as floors at x
+        vf_floor, ee_floor = c.vf_gap - (vf_reach - d), c.ee_gap - (ee_reach - d)
+        if self._floor is not None:
+            vf, ee, at = self._floor
+            moved = vector_lengths(x - at)
+            vf = vf - moved[p] - most(moved, c.vf_tris)
+            ee = ee - most(moved, c.ee_a_ends) - most(moved, c.ee_b_ends)
+            clear = d * (1.0 + FLOOR_MARGIN)
+            near &= ~(vf > clear)
+            close &= ~(ee > clear)
+            vf_floor, ee_floor = np.maximum(vf_floor, vf), np.maximum(ee_floor, ee)
+        self._floor = (vf_floor, ee_floor, x.copy())
+        self._shortlisted = (np.flatnonzero(near), np.flatnonzero(close))
         return p[near], t[near], a[close], b[close]
+
+    def note_gaps(self, vf_gap=None, ee_gap=None) -> None:
+        """The exact gaps (m) at the last shortlist's positions of its vertex-triangle pairs
+        (vf_gap, in its order) and its edge-edge pairs (ee_gap), or None where not measured:
+        they become those pairs' floors."""
+        vf, ee, _ = self._floor
+        vf_rows, ee_rows = self._shortlisted
+        if vf_gap is not None:
+            vf[vf_rows] = vf_gap
+        if ee_gap is not None:
+            ee[ee_rows] = ee_gap
 
     def may_touch(self, x0, motion, tol):
         """The candidates that may touch on the straight paths x0 -> x0 + motion (n, 3):

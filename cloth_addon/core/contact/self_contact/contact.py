@@ -174,11 +174,14 @@ class SelfContact:
             return  # no candidates: the first search did not fit in memory, and the substep held
         d = self.distance
         p, t, a, b = self.broad.shortlist(x)
-        found = []
+        found, vf_gap, ee_gap = [], None, None
         if len(p):
-            found.append(narrow_phase.vf_contacts(x, x0, p, self.triangles[t], d))
+            contacts, vf_gap = narrow_phase.vf_contacts(x, x0, p, self.triangles[t], d)
+            found.append(contacts)
         if len(a):
-            found.append(narrow_phase.ee_contacts(x, x0, self.edges, a, b, d))
+            contacts, ee_gap = narrow_phase.ee_contacts(x, x0, self.edges, a, b, d)
+            found.append(contacts)
+        self.broad.note_gaps(vf_gap, ee_gap)
         pushes = [response.push(x, x0, contacts, self.model.inv_mass, self.friction)
                   for contacts in found if contacts is not None]
         pushes = [step for step in pushes if step is not None]

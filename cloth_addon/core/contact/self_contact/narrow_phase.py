@@ -32,13 +32,15 @@ def _direction(gap, dist, gap0, fallback):
 def vf_contacts(x, x0, p, tris, d):
     """The vertex-triangle pairs (p (k,), tris (k, 3) corners) closer than d at x (n, 3), as
     contacts (who (m, 4) vertex ids, weights (m, 4) signed barycentric weights, normal (m, 3),
-    depth (m,) m to correct), the side taken at x0; None without any."""
+    depth (m,) m to correct), the side taken at x0, or None without any; and every pair's exact
+    gap at x, (k,) m."""
     q, bary, _ = distance.closest_points(gather(x, p), *(gather(x, tris[:, k]) for k in range(3)))
     gap = gather(x, p) - q
     dist = vector_lengths(gap)
     near = dist < d
     if not np.any(near):
-        return None
+        return None, dist
+    measured = dist
     p, tris, q, bary, gap, dist = p[near], tris[near], q[near], bary[near], gap[near], dist[near]
     # the side at the start: the start triangle's normal, signed by where p was
     a0, b0, c0 = (gather(x0, tris[:, k]) for k in range(3))
@@ -47,7 +49,7 @@ def vf_contacts(x, x0, p, tris, d):
     q0 = np.einsum("ij,ijk->ik", bary, gather(x0, tris))
     normal = _direction(gap, dist, gather(x0, p) - q0, side[:, None] * n0)
     return (np.concatenate([p[:, None], tris], axis=1), np.concatenate([np.ones((len(p), 1)), -bary], axis=1),
-            normal, d - np.einsum("ij,ij->i", gap, normal))
+            normal, d - np.einsum("ij,ij->i", gap, normal)), measured
 
 
 def ee_contacts(x, x0, edges, a, b, d):
@@ -56,13 +58,14 @@ def ee_contacts(x, x0, edges, a, b, d):
     dist = vector_lengths(gap)
     near = dist < d
     if not np.any(near):
-        return None
+        return None, dist
+    measured = dist
     a, b, gap, s, t, dist = a[near], b[near], gap[near], s[near], t[near], dist[near]
     gap0, _, _ = edge_gaps(x0, edges, a, b)
     normal = _direction(gap, dist, gap0, gap0)
     who = np.concatenate([edges[a], edges[b]], axis=1)
     weights = np.stack([1.0 - s, s, t - 1.0, -t], axis=1)
-    return who, weights, normal, d - np.einsum("ij,ij->i", gap, normal)
+    return (who, weights, normal, d - np.einsum("ij,ij->i", gap, normal)), measured
 
 
 def _longest(vectors):
