@@ -182,12 +182,15 @@ class SelfContact:
             contacts, ee_gap = narrow_phase.ee_contacts(x, x0, self.edges, a, b, d)
             found.append(contacts)
         self.broad.note_gaps(vf_gap, ee_gap)
-        pushes = [response.push(x, x0, contacts, self.model.inv_mass, self.friction)
-                  for contacts in found if contacts is not None]
-        pushes = [step for step in pushes if step is not None]
-        if pushes:
-            index, vectors = (np.concatenate(column) for column in zip(*pushes, strict=True))
-            x += response.scatter(index, vectors, len(x))
+        found = [contacts for contacts in found if contacts is not None]
+        if not found:
+            return
+        # both kinds in one push: four vertices a contact either way
+        contacts = found[0] if len(found) == 1 else tuple(np.concatenate(column)
+                                                           for column in zip(*found, strict=True))
+        pushed = response.push(x, x0, contacts, self.model.inv_mass, self.friction)
+        if pushed is not None:
+            x += response.scatter(*pushed, len(x))
 
     def _touching(self, x0, x1, changed=None):
         """(k, 4) vertices of the pairs that touch during x0 -> x1: among the candidates (changed

@@ -30,9 +30,11 @@ def push(x, x0, contacts, inv_mass, friction):
     inv = inv_mass[who]
     denom = np.einsum("ij,ij->i", weights * weights, inv)
     movable = denom > 0.0
-    if not np.any(movable):
-        return None
-    who, weights, normal, depth, inv, denom = (v[movable] for v in (who, weights, normal, depth, inv, denom))
+    if not np.all(movable):
+        if not np.any(movable):
+            return None
+        who, weights, normal, depth, inv, denom = (v[movable]
+                                                   for v in (who, weights, normal, depth, inv, denom))
     lam = depth / denom
     step = (weights * inv * lam[:, None])[:, :, None] * normal[:, None, :]  # (k, m, 3)
     if friction > 0.0:
