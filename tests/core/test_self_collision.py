@@ -391,13 +391,19 @@ def test_candidates_follow_clusters_that_drift_apart(monkeypatch, kind, size):
 def test_proximity_passes_carry_floors_and_still_shortlist_every_close_pair(monkeypatch, seed):
     """The proximity passes carry a floor per candidate (its exact gap where measured, less how far
     its vertices moved since): at the same positions a second shortlist holds only the pairs the
-    first measured within the gap, and after small moves of the layers (a push, a settled
-    substep) every pair closer than the gap is still shortlisted (brute force). With the floors
-    carried as if nothing had moved, that fails."""
+    first measured within the gap, after small moves of the layers (a push, a settled substep)
+    every pair closer than the gap is still shortlisted, and the continuous check keeps every
+    pair that touches on the way through the other layer (brute force). With the floors carried
+    as if nothing had moved, both fail."""
     from cloth_addon.core.contact.distance import closest_points
-    from cloth_addon.core.contact.self_contact import broad_phase
+    from cloth_addon.core.contact.self_contact import broad_phase, narrow_phase
     from cloth_addon.core.contact.self_contact.feature_search import edge_gaps
 
+    from cloth_addon.core.contact.self_contact import contact as self_contact
+
+    # one cluster: a few vertices pushed through the other layer outrun their budgets (the
+    # candidates grow and keep their floors) rather than make their clusters drift (a rebuild)
+    monkeypatch.setattr(self_contact, "CLUSTER", 128)
     d = 0.02
     flat, faces, vertices, upper = _folded_sheet(1.02 * d)
     contact = SelfContact(Simulation(flat, faces).model, d, 0.0)
@@ -434,7 +440,29 @@ def test_proximity_passes_carry_floors_and_still_shortlist_every_close_pair(monk
         x[upper, 2] -= 0.02 * d
         assert unlisted(x) == 0
         shortlist_and_measure(x)
-    # the floors carried as if no vertex had moved: pairs pressed within the gap are missed
+    # the continuous check keeps, of the candidates, every pair that touches on the way to a
+    # few upper vertices pushed through the lower layer (brute force over every pair)
+    pushed = np.flatnonzero(upper)[rng.choice(np.sum(upper), 4, replace=False)]
+
+    def touching_kept(start):
+        end = start.copy()
+        end[pushed, 2] -= 1.5 * d
+        contact.prepare(start, end)
+        tol = 1e-3 * d
+        (p, tris), (ea, eb) = contact.broad.may_touch(start, end - start, tol)
+        kept = {tuple(row) for row in np.concatenate([p[:, None], tris], axis=1).tolist()}
+        kept |= {tuple(row) for row in np.concatenate([ea, eb], axis=1).tolist()}
+        (p, t, _), (a, b, _) = _all_gaps(start, edges, triangles)
+        motion = end - start
+        touch = np.concatenate([narrow_phase.vf_touching(start, end, motion, p, triangles[t], tol),
+                                narrow_phase.ee_touching(start, end, motion, edges[a], edges[b], tol)])
+        listed = {tuple(row) for row in touch.tolist()}
+        return len(listed), len(listed - kept), contact.broad._floor is not None
+
+    touches, missing, carried = touching_kept(x.copy())
+    assert touches > 10 and missing == 0 and carried
+    # the floors carried as if no vertex had moved: pairs pressed within the gap are missed, and
+    # so are touches
     monkeypatch.setattr(broad_phase, "vector_lengths", lambda v: np.zeros(len(v)))
     missed = 0
     for _ in range(6):
@@ -443,6 +471,7 @@ def test_proximity_passes_carry_floors_and_still_shortlist_every_close_pair(monk
         missed += unlisted(x)
         shortlist_and_measure(x)
     assert missed > 0
+    assert touching_kept(x.copy())[1] > 0
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -237,33 +237,35 @@ class BroadPhase:
     # -- the first cut of the narrow phase: bounds from the reference gaps ---------------------
     def shortlist(self, x):
         """The proximity candidates (p, t, a, b) that may be closer than the gap at x (n, 3): the
-        pair's gap at the reference, less how far both features deviated since and how far their
-        clusters drifted apart, is below d, and so is its carried floor, less how far its
-        features' vertices moved since it was set. The floors then hold at x (the exact gaps of
-        these pairs, once measured, go to `note_gaps`)."""
+        pair's carried floor, less how far its features' vertices moved since it was set, is
+        within the gap, and so is its gap at the reference less how far both features deviated
+        since and how far their clusters drifted apart. The floors then hold at x (the exact gaps
+        of these pairs, once measured, go to `note_gaps`)."""
         d = self.distance
-        vertex, triangle, edge, drift = self.spread(x)
-        drift = drift.ravel()
         c = self.candidates
         (p, t), (a, b) = c.vf, c.ee
-        vf_reach = d + vertex[p] + triangle[t] + largest(drift, c.vf_clusters)
-        ee_reach = d + edge[a] + edge[b] + largest(drift, c.ee_clusters)
-        near = c.vf_pushable & (c.vf_gap < vf_reach)
-        close = c.ee_pushable & (c.ee_gap < ee_reach)
-        # the reference's bounds, as floors at x
-        vf_floor, ee_floor = c.vf_gap - (vf_reach - d), c.ee_gap - (ee_reach - d)
-        if self._floor is not None:
+        if self._floor is None:
+            vf_floor, ee_floor = np.full(len(p), -np.inf), np.full(len(a), -np.inf)
+        else:
             vf, ee, at = self._floor
             moved = vector_lengths(x - at)
-            vf = vf - moved[p] - most(moved, c.vf_tris)
-            ee = ee - most(moved, c.ee_a_ends) - most(moved, c.ee_b_ends)
-            clear = d * (1.0 + FLOOR_MARGIN)
-            near &= ~(vf > clear)
-            close &= ~(ee > clear)
-            vf_floor, ee_floor = np.maximum(vf_floor, vf), np.maximum(ee_floor, ee)
+            vf_floor = vf - moved[p] - most(moved, c.vf_tris)
+            ee_floor = ee - most(moved, c.ee_a_ends) - most(moved, c.ee_b_ends)
+        # the reference's bounds only where the floors leave a pair within the gap
+        clear = d * (1.0 + FLOOR_MARGIN)
+        vf_rows, ee_rows = np.flatnonzero(~(vf_floor > clear)), np.flatnonzero(~(ee_floor > clear))
+        vertex, triangle, edge, drift = self.spread(x)
+        drift = drift.ravel()
+        vf_reach = d + vertex[p[vf_rows]] + triangle[t[vf_rows]] + largest(drift, c.vf_clusters[:, vf_rows])
+        ee_reach = d + edge[a[ee_rows]] + edge[b[ee_rows]] + largest(drift, c.ee_clusters[:, ee_rows])
+        # those bounds, as floors at x
+        vf_floor[vf_rows] = np.maximum(vf_floor[vf_rows], c.vf_gap[vf_rows] - (vf_reach - d))
+        ee_floor[ee_rows] = np.maximum(ee_floor[ee_rows], c.ee_gap[ee_rows] - (ee_reach - d))
         self._floor = (vf_floor, ee_floor, x.copy())
-        self._shortlisted = (np.flatnonzero(near), np.flatnonzero(close))
-        return p[near], t[near], a[close], b[close]
+        vf_rows = vf_rows[c.vf_pushable[vf_rows] & (c.vf_gap[vf_rows] < vf_reach)]
+        ee_rows = ee_rows[c.ee_pushable[ee_rows] & (c.ee_gap[ee_rows] < ee_reach)]
+        self._shortlisted = (vf_rows, ee_rows)
+        return p[vf_rows], t[vf_rows], a[ee_rows], b[ee_rows]
 
     def note_gaps(self, vf_gap=None, ee_gap=None) -> None:
         """The exact gaps (m) at the last shortlist's positions of its vertex-triangle pairs
@@ -281,7 +283,8 @@ class BroadPhase:
         ((p (k,), triangle corners (k, 3)), (ends of a (m, 2), ends of b (m, 2))). A pair can only
         touch if its gap at the reference is within what its features deviated since, at x0, plus
         what they move apart from their clusters' means over the substep, plus how far their
-        clusters drift apart at most (at either end: the drift is linear); tol: m."""
+        clusters drift apart at most (at either end: the drift is linear), and if its carried
+        floor less how far its features' vertices are from where it holds is within tol, m."""
         vertex, triangle, edge, drift = self.spread(x0)
         mean, step = self.clusters.split(motion)
         drift = np.maximum(drift, pairwise(self.clusters.mean @ (x0 - self.reference) + mean)).ravel()
@@ -289,7 +292,18 @@ class BroadPhase:
         triangle = triangle + most(step, self.search.triangles)
         edge = edge + most(step, self.search.edges)
         c = self.candidates
-        (p, t), (a, b) = c.vf, c.ee
-        keep_vf = c.vf_gap <= vertex[p] + triangle[t] + largest(drift, c.vf_clusters) + tol
-        keep_ee = c.ee_gap <= edge[a] + edge[b] + largest(drift, c.ee_clusters) + tol
-        return (p[keep_vf], c.vf_tris[keep_vf]), (c.ee_a_ends[keep_ee], c.ee_b_ends[keep_ee])
+        vf_rows, ee_rows = np.arange(len(c.vf_p)), np.arange(len(c.ee_a))
+        if self._floor is not None:
+            # the carried floors, less the farthest either end of the path is from where they
+            # hold (a point of the path is no farther than its farther end)
+            vf, ee, at = self._floor
+            moved = np.maximum(vector_lengths(x0 - at), vector_lengths(x0 + motion - at))
+            clear = tol + FLOOR_MARGIN * self.distance
+            vf_rows = np.flatnonzero(~(vf - moved[c.vf_p] - most(moved, c.vf_tris) > clear))
+            ee = ee - most(moved, c.ee_a_ends) - most(moved, c.ee_b_ends)
+            ee_rows = np.flatnonzero(~(ee > clear))
+        p, t, a, b = c.vf_p[vf_rows], c.vf_t[vf_rows], c.ee_a[ee_rows], c.ee_b[ee_rows]
+        vf_reach = vertex[p] + triangle[t] + largest(drift, c.vf_clusters[:, vf_rows]) + tol
+        ee_reach = edge[a] + edge[b] + largest(drift, c.ee_clusters[:, ee_rows]) + tol
+        vf_rows, ee_rows = vf_rows[c.vf_gap[vf_rows] <= vf_reach], ee_rows[c.ee_gap[ee_rows] <= ee_reach]
+        return (c.vf_p[vf_rows], c.vf_tris[vf_rows]), (c.ee_a_ends[ee_rows], c.ee_b_ends[ee_rows])

@@ -76,6 +76,8 @@ def _longest(vectors):
 def vf_touching(x0, x1, motion, p, corners, tol):
     """(k, 4) [vertex, corners] of the vertex-triangle pairs (p (m,), corners (m, 3)) that touch
     (within tol, m) on the straight paths x0 -> x1 (n, 3); motion: x1 - x0."""
+    if len(p) == 0:
+        return np.zeros((0, 4), dtype=np.int64)
     # Every point of the triangle moves by a convex mix of its corners' motions, so the pair's
     # distance shrinks over the substep by at most the largest corner motion relative to the
     # vertex's: only pairs closer than that at x0 can touch (a falling sheet's own pairs: none).
@@ -92,6 +94,8 @@ def vf_touching(x0, x1, motion, p, corners, tol):
 
 def ee_touching(x0, x1, motion, ea, eb, tol):
     """(k, 4) [ends of a, ends of b] of the edge-edge pairs (ea, eb: (m, 2) ends) that touch."""
+    if len(ea) == 0:
+        return np.zeros((0, 4), dtype=np.int64)
     # as for vf_touching: two points of the edges move apart by a convex mix of the four
     # differences between an end of one and an end of the other's motions
     ends_a, ends_b = gather(motion, ea), gather(motion, eb)
