@@ -397,9 +397,8 @@ def test_proximity_passes_carry_floors_and_still_shortlist_every_close_pair(monk
     as if nothing had moved, both fail."""
     from cloth_addon.core.contact.distance import closest_points
     from cloth_addon.core.contact.self_contact import broad_phase, narrow_phase
-    from cloth_addon.core.contact.self_contact.feature_search import edge_gaps
-
     from cloth_addon.core.contact.self_contact import contact as self_contact
+    from cloth_addon.core.contact.self_contact.feature_search import edge_gaps
 
     # one cluster: a few vertices pushed through the other layer outrun their budgets (the
     # candidates grow and keep their floors) rather than make their clusters drift (a rebuild)
