@@ -333,6 +333,39 @@ def test_sharp_features_are_a_box_s_rims_and_corners_not_a_sphere_s_facets():
     assert _sharp(plane, np.array([(0, 1, 2), (0, 2, 3)])) == (0, 0)  # open: no inside to keep out of
 
 
+def test_sharp_edges_and_corners_near_points_the_same_through_the_tree_as_every_pair(monkeypatch):
+    """A mesh's sharp edges and corners near the cloth's vertices are found from every pair
+    (a few) or through a k-d tree of the features (many, sharp_features._DENSE_PAIRS): the same
+    pairs at the same distances either way, on a cube whose rims are cut in three."""
+    from cloth_addon.core.contact.mesh import sharp_features
+
+    cube, quads = cloth_cube(4, 1.0)
+    collider = MeshCollider(cube, np.concatenate([quads[:, [0, 1, 2]], quads[:, [0, 2, 3]]]))
+    surface = collider.surface
+    surface.refresh()
+    rng = np.random.default_rng(4)
+    points = rng.uniform(-0.8, 0.8, (300, 3))
+    radius = rng.uniform(0.0, 0.3, len(points))
+
+    def near(dense):
+        monkeypatch.setattr(sharp_features, "_DENSE_PAIRS", 10**9 if dense else 0)
+        features = SharpFeatures(collider.vertices, collider.triangles, surface.normal, surface.edge_ends,
+                                 surface.edge_tris, collider.closed)
+        features.shape(collider.vertices, surface.normal)
+        found = []
+        for rows, feature, _, dist in (features._near_edges(points, radius),
+                                       features._near_corners(points, radius)):
+            order = np.lexsort((feature, rows))
+            found.append((rows[order].tolist(), feature[order].tolist(), dist[order]))
+        return found
+
+    every, tree = near(True), near(False)
+    assert len(every[0][0]) > 100 and len(every[1][0]) > 5
+    for (rows, feature, dist), (rows_t, feature_t, dist_t) in zip(every, tree, strict=True):
+        assert rows == rows_t and feature == feature_t
+        np.testing.assert_allclose(dist, dist_t, rtol=1e-12)
+
+
 @pytest.mark.parametrize("solver", ["fast_mass_spring", "newton"])  # Verlet keeps vertex-only contact
 def test_strip_over_a_sharp_box_edge_never_cuts_into_it(solver):
     """A coarse strip (5 cm edges) falls across the rim of a box: the box's sharp edge and corner
