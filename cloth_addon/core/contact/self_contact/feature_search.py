@@ -75,6 +75,9 @@ class FeatureSearch:
         self.n_particles = n_particles
         self.triangles, self.edges, self.distance = triangles, edges, distance
         self.clusters = clusters
+        # the corners and ends as contiguous columns (gathers from them cost half of row gathers)
+        self._corners = tuple(np.ascontiguousarray(triangles[:, k]) for k in range(triangles.shape[1]))
+        self._ends = tuple(np.ascontiguousarray(edges[:, k]) for k in range(edges.shape[1]))
         # a lower limit on a search's sphere pairs than memory's (pair_limit), or None
         self.work_limit = None
         self._set_parts(parts)
@@ -142,16 +145,20 @@ class FeatureSearch:
     def vf_valid(self, p, t):
         """(k,) bool: which vertex-triangle pairs (p, t) can be contacts (the vertex is not a
         corner of the triangle, and their objects may collide)."""
-        tris = self.triangles
-        return (tris[t, 0] != p) & (tris[t, 1] != p) & (tris[t, 2] != p) & self._allowed(p, t, "vf")
+        valid = self._allowed(p, t, "vf")
+        for corner in self._corners:
+            valid &= corner[t] != p
+        return valid
 
     def ee_valid(self, a, b):
         """(k,) bool: which edge-edge pairs (a, b) can be contacts (a < b, no shared end, and
         their objects may collide)."""
-        ea, eb = self.edges[a], self.edges[b]
-        shared = ((ea[:, 0] == eb[:, 0]) | (ea[:, 0] == eb[:, 1]) | (ea[:, 1] == eb[:, 0])
-                  | (ea[:, 1] == eb[:, 1]))
-        return (a < b) & ~shared & self._allowed(a, b, "ee")
+        valid = (a < b) & self._allowed(a, b, "ee")
+        start, end = self._ends
+        a0, a1, b0, b1 = start[a], end[a], start[b], end[b]
+        for one, other in ((a0, b0), (a0, b1), (a1, b0), (a1, b1)):
+            valid &= one != other
+        return valid
 
     def near(self, x, budget, allowance=None, moved=None, within=False):
         """Vertex-triangle pairs (p, t, gap) and edge-edge pairs (a < b, gap) at positions x (n, 3)
