@@ -37,7 +37,8 @@ def closest_points(p, a, b, c):
         # Ericson's tests are ordered: a pair belongs to the first region whose test it passes.
         nonlocal done
         mask = mask & ~done
-        bary[mask, 0], bary[mask, 1], bary[mask, 2] = wa[mask], wb[mask], wc[mask]
+        for column, weight in enumerate((wa, wb, wc)):
+            np.copyto(bary[:, column], weight, where=mask)  # no index arrays, unlike bary[mask, k]
         region[mask] = r
         done |= mask
 
