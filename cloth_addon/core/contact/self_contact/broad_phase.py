@@ -247,10 +247,7 @@ class BroadPhase:
         if self._floor is None:
             vf_floor, ee_floor = np.full(len(p), -np.inf), np.full(len(a), -np.inf)
         else:
-            vf, ee, at = self._floor
-            moved = vector_lengths(x - at)
-            vf_floor = vf - moved[p] - most(moved, c.vf_tris)
-            ee_floor = ee - most(moved, c.ee_a_ends) - most(moved, c.ee_b_ends)
+            vf_floor, ee_floor = self._floors_after(vector_lengths(x - self._floor[2]))
         # the reference's bounds only where the floors leave a pair within the gap
         clear = d * (1.0 + FLOOR_MARGIN)
         vf_rows, ee_rows = np.flatnonzero(~(vf_floor > clear)), np.flatnonzero(~(ee_floor > clear))
@@ -266,6 +263,14 @@ class BroadPhase:
         ee_rows = ee_rows[c.ee_pushable[ee_rows] & (c.ee_gap[ee_rows] < ee_reach)]
         self._shortlisted = (vf_rows, ee_rows)
         return p[vf_rows], t[vf_rows], a[ee_rows], b[ee_rows]
+
+    def _floors_after(self, moved):
+        """(vf (k_vf,), ee (k_ee,)) m: the carried floors less how far each pair's features'
+        vertices have moved at most, moved (n,) m per vertex from where the floors hold."""
+        vf, ee, _ = self._floor
+        c = self.candidates
+        return (vf - moved[c.vf_p] - most(moved, c.vf_tris),
+                ee - most(moved, c.ee_a_ends) - most(moved, c.ee_b_ends))
 
     def note_gaps(self, vf_gap=None, ee_gap=None) -> None:
         """The exact gaps (m) at the last shortlist's positions of its vertex-triangle pairs
@@ -296,12 +301,10 @@ class BroadPhase:
         if self._floor is not None:
             # the carried floors, less the farthest either end of the path is from where they
             # hold (a point of the path is no farther than its farther end)
-            vf, ee, at = self._floor
-            moved = np.maximum(vector_lengths(x0 - at), vector_lengths(x0 + motion - at))
+            at = self._floor[2]
+            vf, ee = self._floors_after(np.maximum(vector_lengths(x0 - at), vector_lengths(x0 + motion - at)))
             clear = tol + FLOOR_MARGIN * self.distance
-            vf_rows = np.flatnonzero(~(vf - moved[c.vf_p] - most(moved, c.vf_tris) > clear))
-            ee = ee - most(moved, c.ee_a_ends) - most(moved, c.ee_b_ends)
-            ee_rows = np.flatnonzero(~(ee > clear))
+            vf_rows, ee_rows = np.flatnonzero(~(vf > clear)), np.flatnonzero(~(ee > clear))
         p, t, a, b = c.vf_p[vf_rows], c.vf_t[vf_rows], c.ee_a[ee_rows], c.ee_b[ee_rows]
         vf_reach = vertex[p] + triangle[t] + largest(drift, c.vf_clusters[:, vf_rows]) + tol
         ee_reach = edge[a] + edge[b] + largest(drift, c.ee_clusters[:, ee_rows]) + tol
