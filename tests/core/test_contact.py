@@ -576,8 +576,8 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
     """Given where free flight takes the cloth, a substep whose end would list more than
     PAIR_LIMIT sphere pairs a vertex first has each free vertex's move beyond free flight cut
     (SelfContact.LIMITS median edges in turn); the shortest cut is kept within memory's limit, and
-    only if even that does not fit is the cloth held. A twisted sheet held whole while its pins
-    went on turning was stretched between them into huge triangles."""
+    only if even that does not fit is the cloth held. A twisted sheet held while its pins went on
+    turning (cut to no move at all) was stretched between them into huge triangles."""
     from cloth_addon.core.contact.self_contact import contact as self_contact
     from cloth_addon.core.contact.self_contact import feature_search
 
@@ -621,9 +621,9 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
     monkeypatch.setattr(feature_search, "PAIR_LIMIT", 1)
     monkeypatch.setattr(feature_search, "PAIR_FLOOR", 3_000)
     x1, _ = prepared(flung, refused)
-    held = vertices.copy()
-    held[pins] = flung[pins]  # the free vertices where the substep started, the pins sent on
-    assert np.array_equal(x1, held) and refused.stats["held"] == 1
+    # the free vertices where the substep started; the pins' move alone does not fit either: they
+    # wait too (test_pins_go_on_in_a_held_substep_only_through_the_impact_zones)
+    assert np.array_equal(x1, vertices) and refused.stats["held"] == 1 and refused.stats["pins_waited"] == 1
     monkeypatch.setattr(feature_search, "PAIR_FLOOR", 20_000)
     x1, _ = prepared(flung, fits)
     cut_to(x1, flung, self_contact.LIMITS[-1])
@@ -649,6 +649,51 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
         cut_to(x1, flung, self_contact.LIMITS[-2])
         firsts.append(np.linalg.norm(np.delete(tried[0] - free, pins, axis=0), axis=1).max() / edge)
     assert firsts == pytest.approx([0.5, 0.25, 0.5, 0.25, 0.25, 0.5])
+
+
+def test_pins_go_on_in_a_held_substep_only_through_the_impact_zones(monkeypatch):
+    """A held substep keeps the free vertices where it started; its pins go on only if the
+    candidates hold for their move alone, and then through the impact zones like any move, else
+    they wait. A sheet folded over (layers 6 cm apart), the upper layer's end pinned and driven
+    10 cm down through the lower one while the rest is flung about: sent on unchecked, the pins
+    drew their triangles through the lower layer (66 crossings)."""
+    from cloth_addon.core.contact.self_contact import feature_search
+
+    vertices, faces, _ = make_grid(12, 12, 1.0, "xy")
+    upper = vertices[:, 1] > 0.5
+    folded = vertices.copy()
+    folded[upper, 1] = 1.045 - vertices[upper, 1]  # half a row off the lower layer's rows
+    folded[upper, 2] = 0.06
+    pins = np.flatnonzero(np.isclose(vertices[:, 1], 1.0))
+    model = Simulation(folded, faces, pinned=pins).model
+    features = model.contact_features
+    free = folded.copy()
+    free[pins, 2] = -0.04  # the pins' targets, below the lower layer
+    flung = free + np.random.default_rng(3).normal(0.0, 0.15, free.shape)
+    flung[pins] = free[pins]
+
+    def substep(contact):
+        x1 = flung.copy()
+        contact.prepare(folded, x1, free=free)
+        contact.separate(x1, folded)
+        contact.prepare(folded, x1)
+        contact.untangle(folded, x1)
+        assert edge_triangle_crossings(x1, features.edges, features.triangles) == 0
+        return x1
+
+    # the limits below refuse every cut of the flung move (its shortest lists about 18,700 edge
+    # sphere pairs); the pins' move alone lists about 13,900
+    monkeypatch.setattr(feature_search, "PAIR_LIMIT", 1)
+    waits = SelfContact(model, 0.02, 0.0)
+    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 10_000)
+    assert np.array_equal(substep(waits), folded)
+    assert waits.stats["held"] >= 1 and waits.stats["pins_waited"] >= 1
+    goes_on = SelfContact(model, 0.02, 0.0)
+    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 15_000)
+    x1 = substep(goes_on)
+    assert goes_on.stats["held"] >= 1 and "pins_waited" not in goes_on.stats
+    # each pin reached its target or waited at its start (the zones' own fall-back)
+    assert np.all(np.all(x1[pins] == free[pins], axis=1) | np.all(x1[pins] == folded[pins], axis=1))
 
 
 def test_the_pair_limit_holds_on_an_estimated_count():

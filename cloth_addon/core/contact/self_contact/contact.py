@@ -161,11 +161,29 @@ class SelfContact:
         else:
             self._wait, self._backoff = self._backoff, min(2 * self._backoff, CLIMB_WAIT_MOST)
 
-    def _hold(self, x0, x1) -> None:
-        """The last resort: every free vertex stays where the substep started, in place on x1."""
+    def _hold(self, x0, x1) -> bool:
+        """The last resort, in place on x1: every free vertex stays where the substep started. The
+        pins go on to their targets if the candidates can be made to hold for their move alone
+        (the impact zones then make any pin whose features would pass through the cloth wait,
+        zones.py); else they wait too, and the next substep aims them at their targets again.
+        Pins sent on unchecked were lowered through a pile of folds in every held substep.
+        Returns whether the pins went on."""
         free = self.model.inv_mass > 0.0
         x1[free] = x0[free]
         self.stats["held"] = self.stats.get("held", 0) + 1
+        if np.array_equal(x1, x0):
+            return False
+        try:
+            self.broad.cover(x0, x1)
+            return True
+        except sphere_search.TooManyPairs:
+            self._pins_wait(x0, x1)
+            return False
+
+    def _pins_wait(self, x0, x1) -> None:
+        """The pins too stay where the substep started (in place on x1): the whole substep waits."""
+        x1[:] = x0
+        self.stats["pins_waited"] = self.stats.get("pins_waited", 0) + 1
 
     def separate(self, x, x0) -> None:
         """One proximity pass, in place on x (n, 3): pairs closer than the gap pushed apart to it,
@@ -212,5 +230,9 @@ class SelfContact:
         try:
             return self.zones.untangle(x0, x1, held, normal)
         except sphere_search.TooManyPairs:  # the zones flung the cloth about: the substep is undone
-            self._hold(x0, x1)
+            if self._hold(x0, x1):
+                try:  # the pins alone go on, through the zones as any move does
+                    return self.zones.untangle(x0, x1, held, normal)
+                except sphere_search.TooManyPairs:
+                    self._pins_wait(x0, x1)
             return 0
