@@ -600,14 +600,14 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
         return x1, contact
 
     def cut_to(x1, moved, cut):
-        """the pins where they were sent; every other vertex keeps its direction beyond free
-        flight, and its whole move where that was within the cut"""
-        assert np.array_equal(x1[pins], moved[pins])
-        rows = np.setdiff1d(np.arange(len(x1)), pins)
-        beyond = np.linalg.norm(moved[rows] - free[rows], axis=1)
-        kept = np.minimum(1.0, cut * edge / beyond)
-        np.testing.assert_allclose(x1[rows] - free[rows], (moved[rows] - free[rows]) * kept[:, None])
-        np.testing.assert_allclose(np.linalg.norm(x1[rows] - free[rows], axis=1).max(), cut * edge)
+        """every free vertex keeps its direction beyond free flight, every pin its direction from
+        where it was, and each its whole move where that was within the cut (a pin exactly)"""
+        base = free.copy()
+        base[pins] = vertices[pins]
+        kept = np.minimum(1.0, cut * edge / np.linalg.norm(moved - base, axis=1))
+        np.testing.assert_allclose(x1 - base, (moved - base) * kept[:, None])
+        np.testing.assert_allclose(np.linalg.norm(x1 - base, axis=1).max(), cut * edge)
+        assert np.array_equal(np.all(x1[pins] == moved[pins], axis=1), kept[pins] == 1.0)
 
     x1, contact = prepared(calm)  # within the limit: as it was
     assert np.array_equal(x1, calm) and "limited" not in contact.stats
@@ -648,15 +648,18 @@ def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monke
         x1, _ = prepared(flung, fits)
         cut_to(x1, flung, self_contact.LIMITS[-2])
         firsts.append(np.linalg.norm(np.delete(tried[0] - free, pins, axis=0), axis=1).max() / edge)
-    assert firsts == pytest.approx([0.5, 0.25, 0.5, 0.25, 0.25, 0.5])
+    up, at = self_contact.LIMITS[-3], self_contact.LIMITS[-2]  # a climb, and the cut that fitted
+    assert firsts == pytest.approx([up, at, up, at, at, up])
 
 
-def test_pins_go_on_in_a_held_substep_only_through_the_impact_zones(monkeypatch):
-    """A held substep keeps the free vertices where it started; its pins go on only if the
-    candidates hold for their move alone, and then through the impact zones like any move, else
-    they wait. A sheet folded over (layers 6 cm apart), the upper layer's end pinned and driven
-    10 cm down through the lower one while the rest is flung about: sent on unchecked, the pins
-    drew their triangles through the lower layer (66 crossings)."""
+def test_pins_driven_through_the_cloth_are_cut_held_or_sent_through_the_impact_zones(monkeypatch):
+    """A sheet folded over (layers 6 cm apart), the upper layer's end pinned and driven 10 cm down
+    through the lower one while the rest is flung about. Where the candidates for the substep do
+    not fit, a pin's move is cut as the free vertices' are (its catching up after it waited);
+    where no cut fits, the substep is held: its pins go on only if the candidates hold for their
+    move alone, and then through the impact zones like any move, else they wait too. Pins sent
+    on unchecked drew their triangles through the lower layer (66 crossings)."""
+    from cloth_addon.core.contact.self_contact import contact as self_contact
     from cloth_addon.core.contact.self_contact import feature_search
 
     vertices, faces, _ = make_grid(12, 12, 1.0, "xy")
@@ -672,26 +675,32 @@ def test_pins_go_on_in_a_held_substep_only_through_the_impact_zones(monkeypatch)
     flung = free + np.random.default_rng(3).normal(0.0, 0.15, free.shape)
     flung[pins] = free[pins]
 
-    def substep(contact):
+    def substep(contact, given_free=True):
         x1 = flung.copy()
-        contact.prepare(folded, x1, free=free)
-        contact.separate(x1, folded)
+        if given_free:
+            contact.prepare(folded, x1, free=free)
+            contact.separate(x1, folded)
         contact.prepare(folded, x1)
         contact.untangle(folded, x1)
         assert edge_triangle_crossings(x1, features.edges, features.triangles) == 0
         return x1
 
-    # the limits below refuse every cut of the flung move (its shortest lists about 18,700 edge
-    # sphere pairs); the pins' move alone lists about 13,900
+    # Limits on a search's sphere pairs, all below the flung move's: the first takes the shortest
+    # cut, the second no cut and not the pins' move alone, the third the pins' move alone
+    cut, waits, goes_on = (SelfContact(model, 0.02, 0.0) for _ in range(3))  # within the usual limits
     monkeypatch.setattr(feature_search, "PAIR_LIMIT", 1)
-    waits = SelfContact(model, 0.02, 0.0)
-    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 10_000)
+    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 12_000)
+    x1 = substep(cut)
+    assert cut.stats["limited"] == 1 and "held" not in cut.stats
+    moved = np.linalg.norm(x1[pins] - folded[pins], axis=1)
+    np.testing.assert_allclose(moved, self_contact.LIMITS[-1] * model.median_edge_length)
+    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 5_000)
     assert np.array_equal(substep(waits), folded)
     assert waits.stats["held"] >= 1 and waits.stats["pins_waited"] >= 1
-    goes_on = SelfContact(model, 0.02, 0.0)
-    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 15_000)
-    x1 = substep(goes_on)
-    assert goes_on.stats["held"] >= 1 and "pins_waited" not in goes_on.stats
+    # held before the impact zones (the move as the passes left it), the pins' move alone fits
+    monkeypatch.setattr(feature_search, "PAIR_FLOOR", 16_000)
+    x1 = substep(goes_on, given_free=False)
+    assert goes_on.stats["held"] == 1 and "pins_waited" not in goes_on.stats
     # each pin reached its target or waited at its start (the zones' own fall-back)
     assert np.all(np.all(x1[pins] == free[pins], axis=1) | np.all(x1[pins] == folded[pins], axis=1))
 

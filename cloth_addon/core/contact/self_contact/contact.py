@@ -35,9 +35,12 @@ MAX_CLUSTERS = 1024
 # Touch tolerance of the continuous test, as a fraction of the gap (and never below 1 um).
 TOUCH = 1e-3
 # Where the solver's end of a substep would list more candidate pairs than are worth listing, each
-# free vertex's move beyond its free flight is cut to at most this many median edge lengths, then
-# the next, before the cloth is held where the substep started (`prepare`).
-LIMITS = (1.0, 0.5, 0.25, 0.125)
+# free vertex's move beyond its free flight, and each pin's whole move, is cut to at most this many
+# median edge lengths, then the next, before the cloth is held where the substep started
+# (`prepare`). A pin's move is more than its own motion only when it catches up after waiting
+# (zones.py): the folds' pinned row, lowered into its pile, waited there, and its catching up
+# alone made every later search too large, so that the whole cloth was held from then on.
+LIMITS = (1.0, 0.5, 0.25, 0.125, 0.0625)
 # A cut cloth tries one level less cut at its next substep (a climb); a climb that does not fit
 # costs a whole refused search, and a cloth wound tight refuses most, so after a refused climb
 # the next ones wait this many substeps, doubled after each refusal in a row up to CLIMB_WAIT_MOST.
@@ -98,9 +101,9 @@ class SelfContact:
         x0 if they cannot be listed within memory (this substep does not move the cloth). Given
         free (n, 3), where free flight takes each vertex (the solver's inertial prediction): if
         a search for them would list more than feature_search.PAIR_LIMIT sphere pairs a vertex,
-        each free vertex's move beyond free flight is cut to at most LIMITS median edge lengths
-        in turn, in place on x1, until none does; the shortest cut is then kept within memory's
-        limit (pair_limit), or the cloth is held.
+        each free vertex's move beyond free flight, and each pin's move, is cut to at most LIMITS
+        median edge lengths in turn, in place on x1, until none does; the shortest cut is then
+        kept within memory's limit (pair_limit), or the cloth is held (`_hold`).
 
         The cut is for a cloth wound tight (a sheet twisted into a rope): its springs push it far
         beyond free flight in every substep while its layers hold it back and the impact zones
@@ -129,11 +132,14 @@ class SelfContact:
             for level in range(first, len(LIMITS) + 1):
                 if level:
                     if beyond is None:
-                        movable, beyond = self.model.inv_mass > 0.0, x1 - free
+                        movable = self.model.inv_mass > 0.0
+                        base = np.where(movable[:, None], free, x0)
+                        beyond = x1 - base
                         size = np.sqrt(np.einsum("ij,ij->i", beyond, beyond))
                     cut = LIMITS[level - 1] * self.model.median_edge_length
                     scale = np.minimum(1.0, cut / np.maximum(size, 1e-300))
-                    x1[movable] = free[movable] + beyond[movable] * scale[movable, None]
+                    rows = movable | (scale < 1.0)  # a pin within the cut keeps its target exactly
+                    x1[rows] = base[rows] + beyond[rows] * scale[rows, None]
                 if level == len(LIMITS):
                     search.work_limit = None  # the shortest cut: memory's limit
                 try:
