@@ -35,11 +35,12 @@ MAX_CLUSTERS = 1024
 # Touch tolerance of the continuous test, as a fraction of the gap (and never below 1 um).
 TOUCH = 1e-3
 # Where the solver's end of a substep would list more candidate pairs than are worth listing, each
-# free vertex's move beyond its free flight, and each pin's whole move, is cut to at most this many
-# median edge lengths, then the next, before the cloth is held where the substep started
-# (`prepare`). A pin's move is more than its own motion only when it catches up after waiting
-# (zones.py): the folds' pinned row, lowered into its pile, waited there, and its catching up
-# alone made every later search too large, so that the whole cloth was held from then on.
+# free vertex's move beyond its free flight is cut to at most this many median edge lengths, then
+# the next, before the cloth is held where the substep started (`prepare`). The shortest cut cuts
+# each pin's move too: a pin moves more than its animation only when it catches up after waiting
+# (zones.py), and the folds' pinned row, lowered into its pile, waited there and then made every
+# later search too large by catching up, so that the whole cloth was held from then on. Above the
+# shortest cut the pins keep to their animation (the twist's turning column would lag it).
 LIMITS = (1.0, 0.5, 0.25, 0.125, 0.0625)
 # A cut cloth tries one level less cut at its next substep (a climb); a climb that does not fit
 # costs a whole refused search, and a cloth wound tight refuses most, so after a refused climb
@@ -101,9 +102,10 @@ class SelfContact:
         x0 if they cannot be listed within memory (this substep does not move the cloth). Given
         free (n, 3), where free flight takes each vertex (the solver's inertial prediction): if
         a search for them would list more than feature_search.PAIR_LIMIT sphere pairs a vertex,
-        each free vertex's move beyond free flight, and each pin's move, is cut to at most LIMITS
-        median edge lengths in turn, in place on x1, until none does; the shortest cut is then
-        kept within memory's limit (pair_limit), or the cloth is held (`_hold`).
+        each free vertex's move beyond free flight is cut to at most LIMITS median edge lengths
+        in turn (at the shortest, each pin's move too), in place on x1, until none does; the two
+        shortest cuts are kept within memory's limit (pair_limit) instead, and if neither fits
+        the cloth is held (`_hold`).
 
         The cut is for a cloth wound tight (a sheet twisted into a rope): its springs push it far
         beyond free flight in every substep while its layers hold it back and the impact zones
@@ -137,11 +139,14 @@ class SelfContact:
                         beyond = x1 - base
                         size = np.sqrt(np.einsum("ij,ij->i", beyond, beyond))
                     cut = LIMITS[level - 1] * self.model.median_edge_length
-                    scale = np.minimum(1.0, cut / np.maximum(size, 1e-300))
+                    reach = cut if level == len(LIMITS) else np.where(movable, cut, np.inf)
+                    scale = np.minimum(1.0, reach / np.maximum(size, 1e-300))
                     rows = movable | (scale < 1.0)  # a pin within the cut keeps its target exactly
                     x1[rows] = base[rows] + beyond[rows] * scale[rows, None]
-                if level == len(LIMITS):
-                    search.work_limit = None  # the shortest cut: memory's limit
+                if level == len(LIMITS) - 1:
+                    # the two shortest cuts, the last that keeps the pins to their animation and
+                    # the one that cuts them too: memory's limit
+                    search.work_limit = None
                 try:
                     self.broad.cover(x0, x1)
                 except sphere_search.TooManyPairs:
