@@ -143,7 +143,7 @@ class SelfContact:
                     scale = np.minimum(1.0, reach / np.maximum(size, 1e-300))
                     rows = movable | (scale < 1.0)  # a pin within the cut keeps its target exactly
                     x1[rows] = base[rows] + beyond[rows] * scale[rows, None]
-                if level == len(LIMITS) - 1:
+                if level >= len(LIMITS) - 1:
                     # the two shortest cuts, the last that keeps the pins to their animation and
                     # the one that cuts them too: memory's limit
                     search.work_limit = None
