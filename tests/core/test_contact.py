@@ -575,8 +575,8 @@ def test_a_substep_whose_pairs_do_not_fit_in_memory_holds_the_cloth(monkeypatch)
 def test_a_move_too_far_beyond_free_flight_is_cut_before_the_cloth_is_held(monkeypatch):
     """Given where free flight takes the cloth, a substep whose end would list more than
     PAIR_LIMIT sphere pairs a vertex first has each free vertex's move beyond free flight cut
-    (SelfContact.LIMITS median edges in turn); the shortest cut is kept within memory's limit, and
-    only if even that does not fit is the cloth held. A twisted sheet held while its pins went on
+    (SelfContact.LIMITS median edges in turn); the two shortest cuts are kept within memory's
+    limit, and only if neither fits is the cloth held. A twisted sheet held while its pins went on
     turning (cut to no move at all) was stretched between them into huge triangles."""
     from cloth_addon.core.contact.self_contact import contact as self_contact
     from cloth_addon.core.contact.self_contact import feature_search
